@@ -1,0 +1,45 @@
+"""The harness's error hierarchy.
+
+Every error the harness raises on purpose derives from :class:`HarnessError`, and
+its message ends with what to do about it::
+
+    HarnessError
+     +-- UsageError          bad input: an unknown race, option, budget or strategy
+     +-- TraceFileError      a replay file that is missing, malformed or truncated
+     +-- ReplayDivergence    a saved trace no longer matches the scenario it replays
+     +-- SimulationError     misuse of the runtime from inside a scenario
+          +-- NotInSimulation  a harness primitive awaited outside a running World
+
+Verdicts of a run (oracle violated, deadlock, runaway, ...) are *results*, not
+exceptions: they are :class:`harness.Violation` values carried by a counterexample.
+"""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Base class of every error the harness raises on purpose."""
+
+
+class UsageError(HarnessError):
+    """Bad input from a user: the message names the accepted form."""
+
+
+class TraceFileError(HarnessError):
+    """A replay file cannot be read as a race-harness trace."""
+
+
+class ReplayDivergence(HarnessError):
+    """Replaying a saved trace took a different path than the one recorded."""
+
+    def __init__(self, message: str, *, step: int) -> None:
+        super().__init__(message)
+        self.step = step
+
+
+class SimulationError(HarnessError):
+    """A scenario used the simulation runtime in a way it cannot support."""
+
+
+class NotInSimulation(SimulationError):
+    """A harness primitive was used outside a running :class:`World`."""

@@ -1,0 +1,21 @@
+"""Search over interleavings: strategies, shrinking, minimality, counterexamples."""
+
+from ._counterexample import Counterexample as Counterexample
+from ._counterexample import resolve_scenario as resolve_scenario
+from ._counterexample import scenario_ref as scenario_ref
+from ._explore import PCT as PCT
+from ._explore import STRATEGIES as STRATEGIES
+from ._explore import Budget as Budget
+from ._explore import Exhaustive as Exhaustive
+from ._explore import Hypothesis as Hypothesis
+from ._explore import Random as Random
+from ._explore import Replay as Replay
+from ._explore import Result as Result
+from ._explore import Strategy as Strategy
+from ._explore import explore as explore
+from ._explore import make_strategy as make_strategy
+
+__all__ = [
+    "PCT", "STRATEGIES", "Budget", "Counterexample", "Exhaustive", "Hypothesis", "Random", "Replay", "Result",
+    "Strategy", "explore", "make_strategy", "resolve_scenario", "scenario_ref",
+]

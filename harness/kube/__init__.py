@@ -1,0 +1,65 @@
+"""Kubernetes semantics on the deterministic runtime: apiserver, informers, work queues, GC.
+
+Layering: ``harness.kube`` builds only on ``harness.sim`` (actors, virtual time,
+choices). Every request and every watch delivery is one scheduled action, so
+the races of the design spec (``upstream-races.md``) section 0 come from scheduling itself.
+The implementation lives in private modules; this is the public surface.
+"""
+
+from ._apiserver import ADDED as ADDED
+from ._apiserver import DELETED as DELETED
+from ._apiserver import FOREGROUND_FINALIZER as FOREGROUND_FINALIZER
+from ._apiserver import MODIFIED as MODIFIED
+from ._apiserver import ORPHAN_FINALIZER as ORPHAN_FINALIZER
+from ._apiserver import APIServer as APIServer
+from ._apiserver import WatchEvent as WatchEvent
+from ._apiserver import merge_patch as merge_patch
+from ._controller import Controller as Controller
+from ._controller import Result as Result
+from ._errors import AlreadyExists as AlreadyExists
+from ._errors import ApiError as ApiError
+from ._errors import Conflict as Conflict
+from ._errors import Invalid as Invalid
+from ._errors import NotFound as NotFound
+from ._errors import ProcessCrashed as ProcessCrashed
+from ._errors import ServerTimeout as ServerTimeout
+from ._expectations import EXPECTATIONS_TIMEOUT as EXPECTATIONS_TIMEOUT
+from ._expectations import KRUISE_EXPECTATION_TIMEOUT as KRUISE_EXPECTATION_TIMEOUT
+from ._expectations import ControllerExpectations as ControllerExpectations
+from ._expectations import ResourceVersionExpectation as ResourceVersionExpectation
+from ._expectations import ScaleExpectations as ScaleExpectations
+from ._gc import GarbageCollector as GarbageCollector
+from ._informer import DeletedFinalStateUnknown as DeletedFinalStateUnknown
+from ._informer import Informer as Informer
+from ._informer import Lister as Lister
+from ._objects import BUILTIN_KINDS as BUILTIN_KINDS
+from ._objects import KubeObject as KubeObject
+from ._objects import OwnerReference as OwnerReference
+from ._objects import controller_ref as controller_ref
+from ._objects import copy_json as copy_json
+from ._process import ControllerProcess as ControllerProcess
+from ._ratelimit import BucketRateLimiter as BucketRateLimiter
+from ._ratelimit import (
+    ItemExponentialFailureRateLimiter as ItemExponentialFailureRateLimiter,
+)
+from ._ratelimit import MaxOfRateLimiter as MaxOfRateLimiter
+from ._ratelimit import RateLimiter as RateLimiter
+from ._ratelimit import (
+    default_controller_rate_limiter as default_controller_rate_limiter,
+)
+from ._retry import DEFAULT_BACKOFF as DEFAULT_BACKOFF
+from ._retry import Backoff as Backoff
+from ._retry import retry_on_conflict as retry_on_conflict
+from ._workqueue import ShutDown as ShutDown
+from ._workqueue import WorkQueue as WorkQueue
+
+__all__ = [
+    "ADDED", "BUILTIN_KINDS", "DEFAULT_BACKOFF", "DELETED", "EXPECTATIONS_TIMEOUT", "FOREGROUND_FINALIZER",
+    "KRUISE_EXPECTATION_TIMEOUT", "MODIFIED", "ORPHAN_FINALIZER", "APIServer", "AlreadyExists", "ApiError",
+    "Backoff", "BucketRateLimiter", "Conflict", "Controller", "ControllerExpectations", "ControllerProcess",
+    "DeletedFinalStateUnknown", "GarbageCollector", "Informer", "Invalid", "ItemExponentialFailureRateLimiter",
+    "KubeObject", "Lister", "MaxOfRateLimiter", "NotFound", "OwnerReference", "ProcessCrashed", "RateLimiter",
+    "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout", "ShutDown", "WatchEvent",
+    "WorkQueue", "controller_ref", "copy_json", "default_controller_rate_limiter", "merge_patch",
+    "retry_on_conflict",
+]

@@ -1,0 +1,426 @@
+"""An in-memory kube-apiserver with etcd's ordering and the registry's write rules.
+
+Semantics follow ``k8s.io/apiserver/pkg/registry/generic/registry/store.go``
+(create, update, graceful delete, finalizers), ``storage/etcd3/store.go`` (one
+global revision; a no-op update writes nothing) and
+``apimachinery/pkg/api/errors`` (messages). Section 0.5-0.7 of
+the design spec (``upstream-races.md``) lists the guarantees the races depend on.
+
+Every request is **one yield point taken before it has any effect**
+(``await world.step("update_status Queue default/q1", key=..., rv=...)``), so an
+actor can be preempted between the read it based a write on and the write
+itself. The commit is then atomic: no other actor runs while the object is
+checked, written and its watch events are queued.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.sim import World
+
+from ._errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound, ServerTimeout
+from ._objects import BUILTIN_KINDS, KubeObject, OwnerReference, copy_json, object_ref
+from ._process import checkpoint
+
+#: Finalizers the apiserver adds for ``propagationPolicy`` (``metav1.FinalizerDeleteDependents`` and
+#: ``metav1.FinalizerOrphanDependents``); the garbage collector removes them.
+FOREGROUND_FINALIZER = "foregroundDeletion"
+ORPHAN_FINALIZER = "orphan"
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One watch event. ``object`` is the committed object: never mutate it, copy it."""
+
+    type: str
+    object: KubeObject
+
+    @property
+    def resource_version(self) -> int:
+        return self.object.resource_version
+
+
+Sink = Callable[[WatchEvent], None]
+
+
+class APIServer:
+    """The cluster's single source of truth.
+
+    ``transient_errors=True`` makes every request draw
+    ``world.choose("fault: <verb> <Kind ns/name> fails", 2)``; 1 raises
+    :class:`ServerTimeout` before the request has any effect.
+
+    Counters: :attr:`calls` maps ``(verb, kind)`` and :attr:`errors` maps
+    ``(verb, kind, code)`` to counts, for oracles such as "no 409s".
+    """
+
+    def __init__(self, world: World, *, transient_errors: bool = False, default_pod_grace: int = 30) -> None:
+        self._world = world
+        self._transient = transient_errors
+        self._default_grace = default_pod_grace
+        self._store: dict[str, dict[str, KubeObject]] = {}
+        self._watchers: dict[str, list[Sink]] = {}
+        self._rv = 0
+        self._uids = 0
+        self._awaiting_kubelet: dict[str, bool] = {}  # pod uid -> graceful delete waits for the kubelet
+        self.calls: dict[tuple[str, str], int] = {}
+        self.errors: dict[tuple[str, str, int], int] = {}
+
+    # ------------------------------------------------------------ counters
+    @property
+    def resource_version(self) -> int:
+        """The current global revision (the last one any write produced)."""
+        return self._rv
+
+    def count(self, verb: str | None = None, kind: str | None = None) -> int:
+        """Requests made so far (each request counts once, failed or not)."""
+        return sum(n for (v, k), n in self.calls.items() if verb in (None, v) and kind in (None, k))
+
+    def error_count(self, code: int | None = None, verb: str | None = None, kind: str | None = None) -> int:
+        """Failed requests so far, filtered by HTTP code, verb and kind."""
+        return sum(
+            n for (v, k, c), n in self.errors.items() if verb in (None, v) and kind in (None, k) and code in (None, c)
+        )
+
+    # -------------------------------------------------------------- helpers
+    async def _enter(self, verb: str, kind: str, namespace: str, name: str, rv: int = 0) -> None:
+        ref = object_ref(kind, namespace, name)
+        label = f"{verb} {ref}"
+        await self._world.step(label, key=ref, rv=rv or None)
+        checkpoint(self._world, label)
+        k = (verb, kind)
+        self.calls[k] = self.calls.get(k, 0) + 1
+        if self._transient and self._world.choose(f"fault: {label} fails", 2):
+            raise self._error(verb, kind, ServerTimeout.of(verb, kind))
+
+    def _error(self, verb: str, kind: str, err: ApiError) -> ApiError:
+        k = (verb, kind, err.code)
+        self.errors[k] = self.errors.get(k, 0) + 1
+        return err
+
+    def _get(self, verb: str, kind: str, namespace: str, name: str) -> KubeObject:
+        obj = self._store.get(kind, {}).get(f"{namespace}/{name}" if namespace else name)
+        if obj is None:
+            raise self._error(verb, kind, NotFound.of(kind, name))
+        return obj
+
+    def _emit(self, kind: str, event: WatchEvent) -> None:
+        for sink in self._watchers.get(kind, ()):
+            sink(event)
+
+    def _commit(self, obj: KubeObject, event_type: str) -> KubeObject:
+        """Store ``obj`` (owned by the server from now on) under a new revision and fan it out."""
+        self._rv += 1
+        obj.resource_version = self._rv
+        self._store.setdefault(obj.kind, {})[obj.key] = obj
+        self._emit(obj.kind, WatchEvent(event_type, obj))
+        return obj
+
+    def _remove(self, obj: KubeObject) -> KubeObject:
+        """Remove the object; its DELETED event carries the deletion revision, as etcd3 watch does."""
+        self._rv += 1
+        obj.resource_version = self._rv
+        del self._store[obj.kind][obj.key]
+        self._awaiting_kubelet.pop(obj.uid, None)
+        self._emit(obj.kind, WatchEvent(DELETED, obj))
+        return obj
+
+    def _write(self, cur: KubeObject, new: KubeObject) -> KubeObject:
+        """Commit an update; a no-op writes nothing; a finished deletion removes the object."""
+        if new == cur:
+            return cur
+        if new.deletion_timestamp is not None and not new.finalizers and not self._awaiting_kubelet.get(new.uid):
+            # registry/store.go Update: shouldDeleteDuringUpdate -> the object goes away (DELETED only)
+            return self._remove(new)
+        return self._commit(new, MODIFIED)
+
+    def _check_update(self, verb: str, obj: KubeObject, cur: KubeObject) -> None:
+        if obj.uid and obj.uid != cur.uid:
+            # DefaultUpdatedObjectInfo.Preconditions: the body's uid is a precondition
+            raise self._error(verb, obj.kind, Conflict.precondition(obj.kind, obj.name, "UID", obj.uid, cur.uid))
+        if obj.resource_version == 0:
+            if obj.kind not in BUILTIN_KINDS:
+                raise self._error(
+                    verb,
+                    obj.kind,
+                    Invalid(
+                        f'{obj.kind}.{obj.kind.lower()} "{obj.name}" is invalid: metadata.resourceVersion: '
+                        "Invalid value: 0x0: must be specified for an update"
+                    ),
+                )
+        elif obj.resource_version != cur.resource_version:
+            raise self._error(verb, obj.kind, Conflict.modified(obj.kind, obj.name))
+
+    # ---------------------------------------------------------------- reads
+    async def get(self, kind: str, namespace: str, name: str) -> KubeObject:
+        """GET one object (a quorum read: always the latest committed state)."""
+        await self._enter("get", kind, namespace, name)
+        return self._get("get", kind, namespace, name).deepcopy()
+
+    async def list(
+        self, kind: str, namespace: str | None = None, selector: dict[str, str] | None = None
+    ) -> builtins.list[KubeObject]:
+        """LIST objects of a kind, in creation order, optionally by namespace and label selector."""
+        await self._enter("list", kind, namespace or "", "*")
+        return [o.deepcopy() for o in self._select(kind, namespace, selector)]
+
+    def _select(
+        self, kind: str, namespace: str | None, selector: dict[str, str] | None
+    ) -> builtins.list[KubeObject]:
+        return [
+            o
+            for o in self._store.get(kind, {}).values()
+            if (namespace is None or o.namespace == namespace) and o.matches(selector)
+        ]
+
+    def peek(self, kind: str, namespace: str, name: str) -> KubeObject | None:
+        """The stored object, copied, without a request or a yield point: for oracles only."""
+        obj = self._store.get(kind, {}).get(f"{namespace}/{name}" if namespace else name)
+        return None if obj is None else obj.deepcopy()
+
+    def peek_all(self, kind: str) -> builtins.list[KubeObject]:
+        """Every stored object of a kind, copied, without a yield point: for oracles only."""
+        return [o.deepcopy() for o in self._store.get(kind, {}).values()]
+
+    # --------------------------------------------------------------- writes
+    async def create(self, obj: KubeObject) -> KubeObject:
+        """POST: assigns uid (``uid-0001``...), resourceVersion and creationTimestamp."""
+        await self._enter("create", obj.kind, obj.namespace, obj.name)
+        if obj.resource_version:
+            raise self._error(
+                "create", obj.kind, Invalid("resourceVersion should not be set on objects to be created")
+            )
+        if obj.key in self._store.get(obj.kind, {}):
+            # also while the old object is terminating: the name is still taken
+            raise self._error("create", obj.kind, AlreadyExists.of(obj.kind, obj.name))
+        new = obj.deepcopy()
+        self._uids += 1
+        new.uid = f"uid-{self._uids:04d}"
+        new.generation = 1
+        new.creation_timestamp = self._world.now
+        new.deletion_timestamp = None
+        new.deletion_grace_period_seconds = None
+        return self._commit(new, ADDED).deepcopy()
+
+    async def update(self, obj: KubeObject) -> KubeObject:
+        """PUT: writes metadata and spec (status is kept: it is a subresource), RV-checked."""
+        await self._enter("update", obj.kind, obj.namespace, obj.name, obj.resource_version)
+        cur = self._get("update", obj.kind, obj.namespace, obj.name)
+        self._check_update("update", obj, cur)
+        new = cur.deepcopy()
+        new.labels = dict(obj.labels)
+        new.annotations = dict(obj.annotations)
+        new.owner_references = list(obj.owner_references)
+        new.finalizers = list(obj.finalizers)
+        if obj.spec != cur.spec:
+            new.spec = copy_json(obj.spec)
+            new.generation = cur.generation + 1
+        return self._write(cur, new).deepcopy()
+
+    async def update_status(self, obj: KubeObject) -> KubeObject:
+        """PUT .../status: writes only ``status``, yet is RV-checked and bumps the object's RV."""
+        await self._enter("update_status", obj.kind, obj.namespace, obj.name, obj.resource_version)
+        cur = self._get("update_status", obj.kind, obj.namespace, obj.name)
+        self._check_update("update_status", obj, cur)
+        new = cur.deepcopy()
+        new.status = copy_json(obj.status)
+        return self._write(cur, new).deepcopy()
+
+    async def patch(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        patch: dict[str, Any],
+        *,
+        subresource: str = "",
+        resource_version: int = 0,
+    ) -> KubeObject:
+        """A JSON merge patch (RFC 7386) of ``{"metadata": ..., "spec": ..., "status": ...}``.
+
+        No RV precondition unless ``resource_version`` is given (then 409 on a
+        mismatch). Lists are replaced whole, as merge patches do; ``None``
+        deletes a key. ``subresource="status"`` applies only the status part.
+        ``metadata`` accepts ``labels``, ``annotations``, ``finalizers`` and
+        ``ownerReferences`` (a list of :class:`OwnerReference`).
+        """
+        verb = "patch_status" if subresource == "status" else "patch"
+        await self._enter(verb, kind, namespace, name, resource_version)
+        cur = self._get(verb, kind, namespace, name)
+        if resource_version and resource_version != cur.resource_version:
+            raise self._error(verb, kind, Conflict.modified(kind, name))
+        new = cur.deepcopy()
+        if "status" in patch:
+            new.status = merge_patch(new.status, patch["status"])
+        if subresource != "status":
+            if "spec" in patch:
+                new.spec = merge_patch(new.spec, patch["spec"])
+                if new.spec != cur.spec:
+                    new.generation = cur.generation + 1
+            meta = patch.get("metadata") or {}
+            if "labels" in meta:
+                new.labels = merge_patch(new.labels, meta["labels"])
+            if "annotations" in meta:
+                new.annotations = merge_patch(new.annotations, meta["annotations"])
+            if "finalizers" in meta:
+                new.finalizers = list(meta["finalizers"] or [])
+            if "ownerReferences" in meta:
+                refs = meta["ownerReferences"] or []
+                if not all(isinstance(r, OwnerReference) for r in refs):
+                    raise self._error(verb, kind, Invalid("metadata.ownerReferences must be OwnerReference values"))
+                new.owner_references = list(refs)
+        return self._write(cur, new).deepcopy()
+
+    async def apply_status(
+        self, kind: str, namespace: str, name: str, status: dict[str, Any], *, field_manager: str = "", force: bool = True
+    ) -> KubeObject:
+        """Server-side apply of ``.status`` (``ApplyStatus``): never RV-checked.
+
+        Maps are merged and every other value (lists included: atomic lists) is
+        replaced. Field-ownership conflicts between managers are not modelled:
+        every apply behaves as ``force=True`` (kueue and kruise force).
+        """
+        await self._enter("apply_status", kind, namespace, name)
+        cur = self._get("apply_status", kind, namespace, name)
+        new = cur.deepcopy()
+        new.status = _apply(new.status, status)
+        return self._write(cur, new).deepcopy()
+
+    async def delete(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        resource_version: int | None = None,
+        propagation: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> KubeObject:
+        """DELETE by name, with optional ``Preconditions{UID, ResourceVersion}``.
+
+        Without preconditions this deletes **whatever object now has the
+        name**, a re-created one included (section 0.6). Graceful deletion
+        (``registry/store.go`` ``Delete`` / ``BeforeDelete``): the object gets a
+        deletionTimestamp (MODIFIED) and stays while it has finalizers, or, for
+        a Pod bound to a node with a grace period > 0, until the kubelet
+        confirms (:meth:`confirm_delete`, or the grace period expires). A Pod
+        without ``spec.nodeName`` and an object without finalizers go at once.
+        ``propagation`` is ``"Background"`` (default), ``"Foreground"`` (adds
+        the ``foregroundDeletion`` finalizer) or ``"Orphan"`` (adds ``orphan``).
+
+        Returns the object as deleted or as now terminating (client-go returns
+        only an error; the object helps tests).
+        """
+        await self._enter("delete", kind, namespace, name, resource_version or 0)
+        cur = self._get("delete", kind, namespace, name)
+        if uid is not None and uid != cur.uid:
+            raise self._error("delete", kind, Conflict.precondition(kind, name, "UID", uid, cur.uid))
+        if resource_version is not None and resource_version != cur.resource_version:
+            raise self._error(
+                "delete",
+                kind,
+                Conflict.precondition(kind, name, "ResourceVersion", resource_version, cur.resource_version),
+            )
+        if propagation not in (None, "Background", "Foreground", "Orphan"):
+            raise self._error("delete", kind, Invalid(f"unsupported propagationPolicy {propagation!r}"))
+        if cur.deletion_timestamp is not None:
+            if kind == "Pod" and grace_period_seconds == 0 and self._awaiting_kubelet.get(cur.uid):
+                return self._finish_pod(cur).deepcopy()
+            return cur.deepcopy()
+        finalizers = list(cur.finalizers)
+        if propagation == "Foreground" and FOREGROUND_FINALIZER not in finalizers:
+            finalizers.append(FOREGROUND_FINALIZER)
+        if propagation == "Orphan" and ORPHAN_FINALIZER not in finalizers:
+            finalizers.append(ORPHAN_FINALIZER)
+        grace = 0
+        if kind == "Pod" and cur.spec.get("nodeName"):
+            default = int(cur.spec.get("terminationGracePeriodSeconds", self._default_grace))
+            grace = default if grace_period_seconds is None else grace_period_seconds
+        new = cur.deepcopy()
+        new.finalizers = finalizers
+        new.deletion_timestamp = self._world.now + grace
+        new.deletion_grace_period_seconds = grace
+        if not finalizers and grace == 0:
+            return self._remove(new).deepcopy()
+        if grace > 0:
+            self._awaiting_kubelet[cur.uid] = True
+            pod_uid = cur.uid
+            self._world.call_later(
+                grace,
+                lambda: self._kubelet_expired(namespace, name, pod_uid),
+                label=f"kubelet: grace period of Pod {namespace}/{name} expired",
+                actor="kubelet",
+                key=object_ref(kind, namespace, name),
+            )
+        return self._commit(new, MODIFIED).deepcopy()
+
+    async def confirm_delete(self, namespace: str, name: str, uid: str | None = None) -> KubeObject:
+        """The kubelet's final DELETE of a terminating Pod (grace period 0, uid precondition)."""
+        return await self.delete("Pod", namespace, name, uid=uid, grace_period_seconds=0)
+
+    def _kubelet_expired(self, namespace: str, name: str, uid: str) -> None:
+        cur = self._store.get("Pod", {}).get(f"{namespace}/{name}")
+        if cur is not None and cur.uid == uid and self._awaiting_kubelet.get(uid):
+            self._finish_pod(cur)
+
+    def _finish_pod(self, cur: KubeObject) -> KubeObject:
+        self._awaiting_kubelet.pop(cur.uid, None)
+        new = cur.deepcopy()
+        new.deletion_grace_period_seconds = 0
+        if not new.finalizers:
+            return self._remove(new)
+        return self._commit(new, MODIFIED)
+
+    # ---------------------------------------------------------------- watch
+    def watch(self, kind: str, sink: Sink) -> Callable[[], None]:
+        """Register ``sink`` for every later event of ``kind``; returns a function that stops it.
+
+        Sinks are called synchronously at commit, in revision order; informers
+        queue the event and deliver it later as their own scheduled step.
+        """
+        sinks = self._watchers.setdefault(kind, [])
+        sinks.append(sink)
+
+        def stop() -> None:
+            if sink in sinks:
+                sinks.remove(sink)
+
+        return stop
+
+    def snapshot(self, kind: str) -> tuple[builtins.list[KubeObject], int]:
+        """The committed objects of a kind and the revision they are current at (a LIST for informers)."""
+        return list(self._store.get(kind, {}).values()), self._rv
+
+
+def merge_patch(target: dict[str, Any], patch: Any) -> Any:
+    """RFC 7386 JSON merge patch; returns a new value and leaves ``target`` alone."""
+    if not isinstance(patch, dict):
+        return copy_json(patch)
+    out: dict[str, Any] = copy_json(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        elif isinstance(v, dict):
+            out[k] = merge_patch(out.get(k, {}), v)
+        else:
+            out[k] = copy_json(v)
+    return out
+
+
+def _apply(target: dict[str, Any], applied: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = copy_json(target)
+    for k, v in applied.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _apply(out[k], v)
+        else:
+            out[k] = copy_json(v)
+    return out

@@ -1,0 +1,97 @@
+"""API errors as an apiserver returns them (``apimachinery/pkg/api/errors/errors.go``).
+
+These are *results of requests* that controller code catches, not harness
+failures, so they do not derive from :class:`harness.HarnessError`. An actor that
+lets one escape gets the ordinary "actor raised Conflict" verdict::
+
+    ApiError (reason, code, message)
+     +-- NotFound        404 NotFound
+     +-- AlreadyExists   409 AlreadyExists
+     +-- Conflict        409 Conflict (stale resourceVersion, failed precondition)
+     +-- Invalid         422 Invalid
+     +-- ServerTimeout   500 ServerTimeout (an injected transient fault)
+
+``ProcessCrashed`` is different: it is how a crashed controller's actor unwinds
+(see :class:`harness.kube.ControllerProcess`), and it derives from
+``BaseException`` so that a model's ``except Exception`` cannot swallow a crash.
+"""
+
+from __future__ import annotations
+
+
+def resource(kind: str) -> str:
+    """The lower-case plural resource name used in apiserver messages (``Pod`` -> ``pods``)."""
+    low = kind.lower()
+    if low.endswith("s"):
+        return low + "es"
+    if low.endswith("y"):
+        return low[:-1] + "ies"
+    return low + "s"
+
+
+class ApiError(Exception):
+    """A failed API request: ``reason`` and ``code`` as in ``metav1.Status``."""
+
+    reason = "Unknown"
+    code = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(ApiError):
+    reason = "NotFound"
+    code = 404
+
+    @classmethod
+    def of(cls, kind: str, name: str) -> NotFound:
+        return cls(f'{resource(kind)} "{name}" not found')
+
+
+class AlreadyExists(ApiError):
+    reason = "AlreadyExists"
+    code = 409
+
+    @classmethod
+    def of(cls, kind: str, name: str) -> AlreadyExists:
+        return cls(f'{resource(kind)} "{name}" already exists')
+
+
+class Conflict(ApiError):
+    reason = "Conflict"
+    code = 409
+
+    @classmethod
+    def modified(cls, kind: str, name: str) -> Conflict:
+        return cls(
+            f'Operation cannot be fulfilled on {resource(kind)} "{name}": the object has been modified; '
+            "please apply your changes to the latest version and try again"
+        )
+
+    @classmethod
+    def precondition(cls, kind: str, name: str, what: str, wanted: object, actual: object) -> Conflict:
+        return cls(
+            f'Operation cannot be fulfilled on {resource(kind)} "{name}": Precondition failed: '
+            f"{what} in precondition: {wanted}, {what} in object meta: {actual}"
+        )
+
+
+class Invalid(ApiError):
+    reason = "Invalid"
+    code = 422
+
+
+class ServerTimeout(ApiError):
+    reason = "ServerTimeout"
+    code = 500
+
+    @classmethod
+    def of(cls, verb: str, kind: str) -> ServerTimeout:
+        return cls(
+            f"The {verb} operation against {resource(kind)} could not be completed at this time, please try again."
+        )
+
+
+class ProcessCrashed(BaseException):
+    """Raised at a yield point of an actor whose controller process has crashed."""

@@ -1,0 +1,158 @@
+"""Controller expectations: the read-your-writes barriers controllers keep in memory.
+
+All of them are per-World objects (upstream they are process globals); build
+them inside a :class:`ControllerProcess` so that a crash loses them, as a
+restart does upstream. Times are virtual seconds from ``world.now``.
+
+* :class:`ResourceVersionExpectation` and :class:`ScaleExpectations` follow
+  openkruise ``pkg/util/expectations/resource_version_expectation.go`` and
+  ``scale_expectations.go`` (section 0.8).
+* :class:`ControllerExpectations` follows kubernetes
+  ``pkg/controller/controller_utils.go`` (``ControlleeExpectations``, 5-minute
+  ``ExpectationsTimeout``).
+"""
+
+from __future__ import annotations
+
+from harness.sim import World
+
+from ._objects import KubeObject
+
+#: kruise ``--expectation-timeout`` default (``pkg/util/expectations/init.go``)
+KRUISE_EXPECTATION_TIMEOUT = 300.0
+#: kubernetes ``controller.ExpectationsTimeout``
+EXPECTATIONS_TIMEOUT = 300.0
+
+
+class ResourceVersionExpectation:
+    """uid -> (expected resourceVersion, first time found unsatisfied); RVs compared as numbers."""
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self._entries: dict[str, list[float | int | None]] = {}  # uid -> [version, first_unsatisfied]
+
+    def expect(self, obj: KubeObject) -> None:
+        """Record the RV my own write produced; only ever raises the expected version."""
+        entry = self._entries.get(obj.uid)
+        if entry is None:
+            self._entries[obj.uid] = [obj.resource_version, None]
+        elif obj.resource_version >= int(entry[0] or 0):
+            entry[0] = obj.resource_version
+
+    def observe(self, obj: KubeObject) -> None:
+        """The cache has shown ``obj``: drop the entry if it has caught up."""
+        entry = self._entries.get(obj.uid)
+        if entry is not None and obj.resource_version >= int(entry[0] or 0):
+            del self._entries[obj.uid]
+
+    def is_satisfied(self, obj: KubeObject) -> tuple[bool, float]:
+        """(satisfied, seconds since first found unsatisfied); satisfied drops the entry."""
+        entry = self._entries.get(obj.uid)
+        if entry is None:
+            return True, 0.0
+        if obj.resource_version >= int(entry[0] or 0):
+            del self._entries[obj.uid]
+            return True, 0.0
+        if entry[1] is None:
+            entry[1] = self._world.now
+        first = entry[1]
+        return False, self._world.now - (first or 0.0)
+
+    def delete(self, obj: KubeObject) -> None:
+        self._entries.pop(obj.uid, None)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class ScaleExpectations:
+    """controller key -> pending names per action (``"create"``/``"delete"``)."""
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self._entries: dict[str, dict[str, dict[str, None]]] = {}
+        self._first: dict[str, float] = {}
+
+    def expect_scale(self, controller_key: str, action: str, name: str) -> None:
+        self._entries.setdefault(controller_key, {}).setdefault(action, {})[name] = None
+
+    def observe_scale(self, controller_key: str, action: str, name: str) -> None:
+        entry = self._entries.get(controller_key)
+        if entry is not None and action in entry:
+            entry[action].pop(name, None)
+
+    def satisfied_expectations(self, controller_key: str) -> tuple[bool, float, dict[str, list[str]]]:
+        """(satisfied, seconds unsatisfied, pending names per action)."""
+        entry = self._entries.get(controller_key)
+        pending = {a: list(names) for a, names in (entry or {}).items() if names}
+        if not pending:
+            self._first.pop(controller_key, None)
+            return True, 0.0, {}
+        first = self._first.setdefault(controller_key, self._world.now)
+        return False, self._world.now - first, pending
+
+    def delete_expectations(self, controller_key: str) -> None:
+        self._entries.pop(controller_key, None)
+        self._first.pop(controller_key, None)
+
+
+class _Controllee:
+    __slots__ = ("add", "delete", "timestamp")
+
+    def __init__(self, add: int, delete: int, timestamp: float) -> None:
+        self.add = add
+        self.delete = delete
+        self.timestamp = timestamp
+
+
+class ControllerExpectations:
+    """Kubernetes ``ControllerExpectations``: counts of creates/deletes still to be observed."""
+
+    def __init__(self, world: World, timeout: float = EXPECTATIONS_TIMEOUT) -> None:
+        self._world = world
+        self.timeout = timeout
+        self._entries: dict[str, _Controllee] = {}
+
+    def set_expectations(self, key: str, add: int, delete: int) -> None:
+        """Replace the record (and its timestamp) for ``key``."""
+        self._entries[key] = _Controllee(add, delete, self._world.now)
+
+    def expect_creations(self, key: str, adds: int) -> None:
+        self.set_expectations(key, adds, 0)
+
+    def expect_deletions(self, key: str, dels: int) -> None:
+        self.set_expectations(key, 0, dels)
+
+    def raise_expectations(self, key: str, add: int, delete: int) -> None:
+        entry = self._entries.get(key)
+        if entry is not None:
+            entry.add += add
+            entry.delete += delete
+
+    def lower_expectations(self, key: str, add: int, delete: int) -> None:
+        entry = self._entries.get(key)
+        if entry is not None:
+            entry.add -= add
+            entry.delete -= delete
+
+    def creation_observed(self, key: str) -> None:
+        self.lower_expectations(key, 1, 0)
+
+    def deletion_observed(self, key: str) -> None:
+        self.lower_expectations(key, 0, 1)
+
+    def satisfied_expectations(self, key: str) -> bool:
+        """True when fulfilled, expired (older than ``timeout``) or absent: then the controller syncs."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return True
+        if entry.add <= 0 and entry.delete <= 0:
+            return True
+        return self._world.now - entry.timestamp > self.timeout
+
+    def get_expectations(self, key: str) -> tuple[int, int] | None:
+        entry = self._entries.get(key)
+        return None if entry is None else (entry.add, entry.delete)
+
+    def delete_expectations(self, key: str) -> None:
+        self._entries.pop(key, None)

@@ -1,0 +1,216 @@
+"""The client-go work queue: dedup, delays and rate limits (section 0.1-0.3).
+
+One class covers the three layers of ``k8s.io/client-go/util/workqueue``:
+
+* ``queue.go``: ``queue`` (FIFO), ``dirty`` and ``processing``. ``add`` dedups
+  against ``dirty``; an item added while it is processing is parked in
+  ``dirty`` and re-queued by ``done``, so it is never handed to two workers and
+  any number of adds during processing give exactly one more processing.
+* ``delaying_queue.go``: ``add_after`` keeps one waiting entry per item whose
+  ready time only ever moves earlier; neither ``add`` nor ``forget`` removes
+  it (a pending delayed re-add cannot be cancelled). Each waiting entry is a
+  harness timer, so the re-add is a scheduled action in the trace.
+* ``rate_limiting_queue.go``: ``add_rate_limited = add_after(item, when(item))``.
+
+Items are compared as Go compares them: values by ``==``/``hash`` (strings,
+tuples, frozen dataclasses) and objects whose class keeps ``object.__eq__`` by
+identity, which is how the Volcano queues of pointers behave. Sets are never
+used: membership lives in insertion-ordered dicts and every decision reads the
+FIFO, so the hash of an identity item (its address) never orders anything.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+from harness.sim import TimerHandle, World
+
+from ._process import ControllerProcess
+from ._ratelimit import RateLimiter, default_controller_rate_limiter
+
+T = TypeVar("T", bound=Hashable)
+
+_ITEM = 0
+_SHUTDOWN = 1
+
+
+class ShutDown(Exception):
+    """``get()`` on a queue that is shutting down and empty (client-go returns ``shutdown=true``)."""
+
+
+def describe_item(item: object) -> str:
+    """A stable text for an item in trace labels: never an address."""
+    if isinstance(item, str):
+        return item
+    text = str(item)
+    if " at 0x" in text:  # default object repr: identity items get their type name only
+        key = getattr(item, "key", None)
+        return f"<{type(item).__name__} {key}>" if isinstance(key, str) else f"<{type(item).__name__}>"
+    return text
+
+
+class _Waiting:
+    __slots__ = ("handle", "ready_at")
+
+    def __init__(self, ready_at: float, handle: TimerHandle) -> None:
+        self.ready_at = ready_at
+        self.handle = handle
+
+
+class WorkQueue(Generic[T]):
+    """A rate-limiting delaying work queue (``workqueue.NewTypedRateLimitingQueue``).
+
+    ``rate_limiter`` defaults to :func:`default_controller_rate_limiter`.
+    ``get()`` is a yield point enabled while the queue holds an item (an idle
+    wait, so workers blocked on it are not a deadlock); it raises
+    :class:`ShutDown` once the queue is shut down and drained.
+    """
+
+    def __init__(
+        self,
+        world: World,
+        name: str,
+        rate_limiter: RateLimiter | None = None,
+        *,
+        process: ControllerProcess | None = None,
+    ) -> None:
+        self._world = world
+        self.name = name
+        self.rate_limiter: RateLimiter = rate_limiter or default_controller_rate_limiter(world)
+        self._queue: deque[T] = deque()
+        self._dirty: dict[T, None] = {}
+        self._processing: dict[T, None] = {}
+        self._waiting: dict[T, _Waiting] = {}
+        self._wake = world.Queue()  # one token per queued item, plus a sticky shutdown token
+        self._shutting_down = False
+        self._get_label = f"{name} get"
+        if process is not None:
+            process.on_crash(self.shut_down)
+
+    # ------------------------------------------------------------- queue.go
+    def add(self, item: T) -> None:
+        """``Add``: dedup against dirty; park in dirty while processing; else append and wake."""
+        if self._shutting_down or item in self._dirty:
+            return
+        self._dirty[item] = None
+        if item in self._processing:
+            return
+        self._queue.append(item)
+        self._wake.put_nowait(_ITEM)
+
+    async def get(self) -> T:
+        """``Get``: wait for an item, pop the head, mark it processing (a yield point)."""
+        while True:
+            token = await self._wake.get(self._get_label)
+            if self._queue:
+                if token == _SHUTDOWN:
+                    self._wake.put_nowait(_SHUTDOWN)
+                item = self._queue.popleft()
+                self._processing[item] = None
+                del self._dirty[item]
+                return item
+            if self._shutting_down:
+                if token == _SHUTDOWN:
+                    self._wake.put_nowait(_SHUTDOWN)
+                raise ShutDown(f"work queue {self.name} is shutting down")
+            # A stale token (a shutdown token took its item); wait again.
+
+    def done(self, item: T) -> None:
+        """``Done``: leave processing; re-queue the item if it was added meanwhile."""
+        self._processing.pop(item, None)
+        if item in self._dirty:
+            self._queue.append(item)
+            self._wake.put_nowait(_ITEM)
+
+    def shut_down(self) -> None:
+        """``ShutDown``: drop later adds, wake every getter; waiting entries are discarded."""
+        if self._shutting_down:
+            return
+        self._shutting_down = True
+        for entry in self._waiting.values():
+            entry.handle.cancel()
+        self._waiting.clear()
+        self._wake.put_nowait(_SHUTDOWN)
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutting_down
+
+    def __len__(self) -> int:
+        """``Len``: items in the FIFO only; processing and waiting items are not counted."""
+        return len(self._queue)
+
+    # ----------------------------------------------------- delaying_queue.go
+    def add_after(self, item: T, delay: float) -> None:
+        """``AddAfter``: ``delay <= 0`` is ``add``; a waiting entry's ready time only moves earlier."""
+        if self._shutting_down:
+            return
+        if delay <= 0:
+            self.add(item)
+            return
+        ready_at = self._world.now + delay
+        entry = self._waiting.get(item)
+        if entry is not None:
+            if ready_at < entry.ready_at:
+                entry.handle.cancel()
+                entry.ready_at = ready_at
+                entry.handle = self._schedule(item, delay)
+            return
+        self._waiting[item] = _Waiting(ready_at, self._schedule(item, delay))
+
+    def _schedule(self, item: T, delay: float) -> TimerHandle:
+        text = describe_item(item)
+
+        def ready() -> None:
+            self._waiting.pop(item, None)
+            self.add(item)
+
+        return self._world.call_later(delay, ready, label=f"{self.name} ready {text}", actor=f"{self.name}/delay", key=text)
+
+    # ------------------------------------------------ rate_limiting_queue.go
+    def add_rate_limited(self, item: T) -> None:
+        """``AddRateLimited``: ``add_after(item, rate_limiter.when(item))``."""
+        self.add_after(item, self.rate_limiter.when(item))
+
+    def forget(self, item: T) -> None:
+        """``Forget``: clears the limiter's failure count only; a waiting entry stays."""
+        self.rate_limiter.forget(item)
+
+    def num_requeues(self, item: T) -> int:
+        return self.rate_limiter.num_requeues(item)
+
+    # --------------------------------------------------------------- metrics
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    @property
+    def processing(self) -> int:
+        return len(self._processing)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    @property
+    def failures(self) -> int:
+        """Items the rate limiter keeps a failure count for (grows until each is forgotten)."""
+        return self.rate_limiter.tracked()
+
+    @property
+    def backlog(self) -> int:
+        """``queued + processing + waiting``: every item the queue still owes a processing."""
+        return len(self._queue) + len(self._processing) + len(self._waiting)
+
+    def is_processing(self, item: T) -> bool:
+        return item in self._processing
+
+    def is_waiting(self, item: T) -> bool:
+        return item in self._waiting
+
+    def ready_at(self, item: T) -> float | None:
+        """When a waiting item becomes ready, or None."""
+        entry = self._waiting.get(item)
+        return None if entry is None else entry.ready_at

@@ -1,0 +1,138 @@
+"""Traces: what one run did, step by step, in a form that outlives the code.
+
+A trace is a list of :class:`Record` values. Labels are semantic ("informer/Pod
+deliver DELETED ns/p1 rv=12"), never object ids or memory addresses, so a trace
+reads the same in another process and a replay can say in words where a changed
+scenario diverged. The digest is a SHA-256 over the canonical JSON form; it is the
+"same seed, same trace, byte for byte" check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One scheduled action or one non-scheduling choice.
+
+    ``kind`` is ``"run"`` (an actor resumed at a yield point), ``"timer"`` (a
+    harness timer fired) or ``"choose"`` (a ``world.choose`` decision such as a
+    fault). ``choice`` is the absolute index taken among ``enabled`` options;
+    0 is the canonical one.
+    """
+
+    step: int
+    time: float
+    actor: str
+    label: str
+    key: str | None = None
+    rv: int | None = None
+    choice: int = 0
+    enabled: int = 1
+    kind: str = "run"
+    #: for a deviation, the canonical action it displaced ("actor: label")
+    instead: str | None = None
+
+    @property
+    def deviation(self) -> bool:
+        """True when this step left the canonical order (a non-zero choice)."""
+        return self.choice != 0
+
+    def describe(self) -> str:
+        """One human line: ``#17 t=1.250 worker-1: get ns/j2 (choice 1 of 3)``."""
+        where = f" [{self.key}" + (f" rv={self.rv}" if self.rv is not None else "") + "]" if self.key else ""
+        pick = f"  <- choice {self.choice} of {self.enabled}" if self.choice else ""
+        if self.choice and self.instead:
+            pick += f", instead of '{self.instead}'"
+        return f"#{self.step:<4} t={self.time:9.3f}  {self.actor}: {self.label}{where}{pick}"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "step": self.step,
+            "time": round(self.time, 9),
+            "actor": self.actor,
+            "label": self.label,
+            "choice": self.choice,
+            "enabled": self.enabled,
+            "kind": self.kind,
+        }
+        if self.key is not None:
+            out["key"] = self.key
+        if self.rv is not None:
+            out["rv"] = self.rv
+        if self.instead is not None:
+            out["instead"] = self.instead
+        return out
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Record:
+        return cls(
+            step=int(raw["step"]),
+            time=float(raw["time"]),
+            actor=str(raw["actor"]),
+            label=str(raw["label"]),
+            key=None if raw.get("key") is None else str(raw["key"]),
+            rv=None if raw.get("rv") is None else int(raw["rv"]),
+            choice=int(raw["choice"]),
+            enabled=int(raw["enabled"]),
+            kind=str(raw.get("kind", "run")),
+            instead=None if raw.get("instead") is None else str(raw["instead"]),
+        )
+
+    def same_action(self, other: Record) -> bool:
+        """Whether two records name the same action (used to find divergence)."""
+        return (self.kind, self.actor, self.label, self.key) == (other.kind, other.actor, other.label, other.key)
+
+
+class Trace(Sequence[Record]):
+    """An immutable sequence of records with a stable digest and JSON form."""
+
+    __slots__ = ("_records",)
+
+    def __init__(self, records: Iterable[Record] = ()) -> None:
+        self._records: tuple[Record, ...] = tuple(records)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __getitem__(self, index: int) -> Record:  # type: ignore[override]
+        return self._records[index]
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self._records)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Trace) and self._records == other._records
+
+    def __hash__(self) -> int:
+        return hash(self._records)
+
+    def __repr__(self) -> str:
+        return f"<Trace {len(self)} records digest={self.digest()[:12]}>"
+
+    @property
+    def deviations(self) -> int:
+        return sum(1 for r in self._records if r.choice)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [r.to_json() for r in self._records]
+
+    @classmethod
+    def from_json(cls, raw: list[dict[str, Any]]) -> Trace:
+        return cls(Record.from_json(r) for r in raw)
+
+    def digest(self) -> str:
+        text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def render(self, *, limit: int | None = None) -> str:
+        """The trace as text, one step a line; deviations are marked."""
+        rows = self._records if limit is None else self._records[-limit:]
+        return "\n".join(r.describe() for r in rows)

@@ -1,0 +1,931 @@
+"""One deterministic run: Trio tasks as actors, one runnable at a time, virtual time.
+
+How a run is driven
+-------------------
+Every actor is a Trio task spawned by the harness. An actor runs until it reaches
+a *yield point* (``world.step``, ``world.sleep``, a wait on a harness ``Event``,
+``Queue`` or ``Lock``, or any kube call built on those). There it registers the
+action it is about to take and calls :meth:`World._dispatch`, which checks the
+oracles, computes the *enabled set*, asks the chooser for an index into it and
+hands control **directly** to the chosen actor (``trio.lowlevel.reschedule``).
+If the chosen actor is the one that yielded, it simply continues: no Trio switch
+at all. Rejected alternative: a controller task that every actor bounces
+through costs two Trio switches per step instead of at most one.
+
+The controller task only moves virtual time (when nothing is enabled) and ends
+the run. Time moves by ``trio.sleep_until`` under :class:`VirtualClock`, which
+jumps straight to the earliest Trio deadline *only while the controller is
+advancing time*; that way ``trio.move_on_after``/``fail_after`` inside an actor
+expire in virtual time, while a raw ``trio.sleep`` inside an actor (a block
+outside the harness) does not silently move time: the clock refuses to jump,
+Trio goes idle, and a ``wait_all_tasks_blocked`` watcher turns it into the
+"blocked outside the harness" verdict. (``MockClock(autojump_threshold=0)`` was
+rejected: it busy-spins when everything is blocked without a deadline.)
+
+Canonical order: the enabled set is sorted oldest-waiting first, ties by
+registration order; a choice is an absolute index into it, so choice 0 is the
+canonical action and any other choice is a *deviation*. A decision with one
+enabled action draws nothing.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import traceback
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+import outcome
+import trio
+import trio.lowlevel as tl
+import trio.testing
+
+from ._trace import Record, Trace
+
+T = TypeVar("T")
+
+_CANCEL = object()  # resume value meaning "a cancel scope around this wait fired"
+
+
+class Chooser(Protocol):
+    """Decides each branch of a run; strategies build one per run."""
+
+    def choose(self, n: int, options: Sequence[Option] | None, label: str) -> int:
+        """Return an index in ``range(n)``. ``options`` is None for data choices."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """An enabled action as a strategy sees it."""
+
+    actor: str
+    label: str
+    key: str | None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """When a run is a runaway rather than slow: step count and virtual time."""
+
+    max_steps: int = 200_000
+    max_time: float = 1_000_000.0
+
+
+@dataclass(frozen=True)
+class Violation:
+    """Why a run failed, worded for a person; ``kind`` is one of :data:`VERDICTS`."""
+
+    kind: str
+    name: str
+    message: str
+    step: int
+    time: float
+    actor: str | None = None
+
+    def describe(self) -> str:
+        return f"{VERDICTS[self.kind]}: {self.message}"
+
+    def same_bug(self, other: Violation | None) -> bool:
+        return other is not None and (self.kind, self.name) == (other.kind, other.name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "message": self.message,
+            "step": self.step,
+            "time": round(self.time, 9),
+            "actor": self.actor,
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Violation:
+        return cls(
+            kind=str(raw["kind"]),
+            name=str(raw["name"]),
+            message=str(raw["message"]),
+            step=int(raw["step"]),
+            time=float(raw["time"]),
+            actor=None if raw.get("actor") is None else str(raw["actor"]),
+        )
+
+
+VERDICTS: dict[str, str] = {
+    "oracle": "oracle violated",
+    "actor-raised": "actor raised",
+    "deadlock": "deadlock",
+    "blocked-outside": "actor blocked outside the harness",
+    "runaway": "runaway",
+    "interrupted": "interrupted",
+}
+
+
+@dataclass
+class RunOutcome:
+    """Everything one run produced."""
+
+    trace: Trace
+    violation: Violation | None
+    end_time: float
+    peaks: dict[str, float] = field(default_factory=dict)
+    interrupted: bool = False
+
+    @property
+    def choices(self) -> list[int]:
+        return [r.choice for r in self.trace if r.enabled > 1]
+
+    @property
+    def sizes(self) -> list[int]:
+        return [r.enabled for r in self.trace if r.enabled > 1]
+
+    @property
+    def deviations(self) -> int:
+        return self.trace.deviations
+
+    @property
+    def steps(self) -> int:
+        return sum(1 for r in self.trace if r.kind != "choose")
+
+
+class VirtualClock(trio.abc.Clock):
+    """Trio's view of the world's virtual time; jumps only when the world advances."""
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+
+    def start_clock(self) -> None:
+        pass
+
+    def current_time(self) -> float:
+        return self._world._now
+
+    def deadline_to_sleep_time(self, deadline: float) -> float:
+        w = self._world
+        if w._advancing and deadline != math.inf:
+            if deadline > w._now:
+                w._now = deadline
+            return 0.0
+        # Not ours to move: let Trio idle so the watcher can report the block.
+        return 0.0 if deadline <= w._now else 86_400.0
+
+
+class _Actor:
+    __slots__ = (
+        "name",
+        "index",
+        "daemon",
+        "task",
+        "label",
+        "key",
+        "rv",
+        "guard",
+        "ready_at",
+        "since",
+        "seq",
+        "waiting",
+        "task_parked",
+        "go",
+        "cancel_pending",
+        "done",
+        "idle",
+    )
+
+    def __init__(self, name: str, index: int, daemon: bool) -> None:
+        self.name = name
+        self.index = index
+        self.daemon = daemon
+        self.task: tl.Task | None = None
+        self.label = "start"
+        self.key: str | None = None
+        self.rv: int | None = None
+        self.guard: Callable[[], bool] | None = None
+        self.ready_at = 0.0
+        self.since = 0.0
+        self.seq = 0
+        self.waiting = False  # registered an action and waits to be chosen
+        self.task_parked = False  # physically inside wait_task_rescheduled
+        self.go = False  # chosen; continue at the next check
+        self.cancel_pending = False
+        self.done = False
+        self.idle = False  # a daemon's "waiting for work" wait (not a deadlock)
+
+
+class TimerHandle:
+    """A pending ``call_later``; ``cancel()`` removes it before it fires."""
+
+    __slots__ = ("when", "seq", "fn", "label", "actor", "key", "cancelled", "fired")
+
+    def __init__(self, when: float, seq: int, fn: Callable[[], object], label: str, actor: str, key: str | None) -> None:
+        self.when = when
+        self.seq = seq
+        self.fn = fn
+        self.label = label
+        self.actor = actor
+        self.key = key
+        self.cancelled = False
+        self.fired = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def __lt__(self, other: TimerHandle) -> bool:
+        return (self.when, self.seq) < (other.when, other.seq)
+
+
+class _Stop(Exception):
+    """Internal: unwinds dispatch when the run must end."""
+
+
+class World:
+    """One run of a scenario: actors, virtual time, oracles and the trace.
+
+    Scenarios receive the world as their first argument. Everything an actor
+    waits on goes through the world, so the harness decides every switch.
+    """
+
+    def __init__(self, chooser: Chooser, *, limits: Limits = Limits(), params: dict[str, Any] | None = None) -> None:
+        self.params: dict[str, Any] = dict(params or {})
+        self.limits = limits
+        #: virtual seconds at which a periodic scenario ends normally (end oracles run)
+        self.horizon: float = math.inf
+        self._chooser = chooser
+        self._wants_options = bool(getattr(chooser, "wants_options", False))
+        self._now = 0.0
+        self._seq = 0
+        self._actors: list[_Actor] = []
+        self._by_name: dict[str, _Actor] = {}
+        self._timers: list[TimerHandle] = []  # heap of future timers
+        self._due: list[TimerHandle] = []  # timers whose time has come, in (when, seq) order
+        self._records: list[Record] = []
+        self._step = 0
+        self._violation: Violation | None = None
+        self._interrupted = False
+        self._reraise: BaseException | None = None
+        self._current: _Actor | None = None
+        self._controller: tl.Task | None = None
+        self._controller_parked = False
+        self._advancing = False
+        self._advance_scope: trio.CancelScope | None = None
+        self._stopping = False
+        self._ended = False
+        self._nursery: trio.Nursery | None = None
+        self._invariants: list[tuple[str, Callable[[], object]]] = []
+        self._eventually: list[list[Any]] = []  # [name, fn, deadline, registered_at]
+        self._bounds: list[tuple[str, Callable[[], float], float]] = []
+        self._at_end: list[tuple[str, Callable[[], object]]] = []
+        self.peaks: dict[str, float] = {}
+        #: free-form per-run state for models (e.g. counters their oracles read)
+        self.state: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ time
+    @property
+    def now(self) -> float:
+        """Virtual seconds since the run started."""
+        return self._now
+
+    # ---------------------------------------------------------------- actors
+    def spawn(self, name: str, fn: Callable[..., Awaitable[object]], *args: Any, daemon: bool = False) -> str:
+        """Start ``fn(*args)`` as an actor; its first step is itself a scheduled action.
+
+        ``daemon=True`` marks loops that may wait forever for work (informers,
+        workers); a run may end while they wait. Names must be unique.
+        """
+        if self._nursery is None:
+            raise RuntimeError("World.spawn() is only available while the world runs")
+        base, n = name, 1
+        while name in self._by_name:
+            n += 1
+            name = f"{base}#{n}"
+        actor = _Actor(name, len(self._actors), daemon)
+        self._actors.append(actor)
+        self._by_name[name] = actor
+        self._register(actor, f"start {name}", None, None, None, self._now)
+        self._nursery.start_soon(self._run_actor, actor, fn, args, name=name)
+        return name
+
+    async def _run_actor(self, actor: _Actor, fn: Callable[..., Awaitable[object]], args: tuple[Any, ...]) -> None:
+        actor.task = tl.current_task()
+        try:
+            await self._wait_turn(actor)
+            await fn(*args)
+        except trio.Cancelled:
+            if not self._stopping:
+                self._fail("actor-raised", actor.name, f"actor '{actor.name}' was cancelled outside any cancel scope it opened", actor)
+            raise
+        except AssertionError as exc:
+            where = _where(exc)
+            self._fail("oracle", f"assertion in {actor.name}", f"assertion failed in actor '{actor.name}' at {where}: {exc}", actor)
+        except Exception as exc:  # noqa: BLE001 - any model error is a verdict
+            where = _where(exc)
+            self._fail(
+                "actor-raised",
+                f"{type(exc).__name__} in {actor.name}",
+                f"actor '{actor.name}' raised {type(exc).__name__}: {exc} (at {where}). "
+                "Fix the model, or catch the error where the upstream code does.",
+                actor,
+            )
+        except BaseException as exc:
+            # KeyboardInterrupt, SystemExit, or a control-flow exception of the
+            # code driving us (Hypothesis' StopTest): end the run cleanly, then
+            # re-raise it from run_once() outside Trio.
+            self._reraise = exc
+            self._interrupted = isinstance(exc, KeyboardInterrupt)
+            self._fail(
+                "interrupted",
+                type(exc).__name__,
+                f"{type(exc).__name__} inside actor '{actor.name}' at step {self._step}; the run stopped there. "
+                "Results found before it are kept; re-run with the same seed to continue.",
+                actor,
+            )
+        finally:
+            actor.done = True
+            actor.waiting = False
+        if not self._stopping:
+            try:
+                self._handoff(actor)
+            except BaseException as exc:  # the chooser's own control flow (e.g. StopTest)
+                self._reraise = exc
+                self._fail("interrupted", type(exc).__name__, f"{type(exc).__name__} while scheduling", actor)
+                self._wake_controller()
+
+    def _register(
+        self,
+        actor: _Actor,
+        label: str,
+        key: str | None,
+        rv: int | None,
+        guard: Callable[[], bool] | None,
+        ready_at: float,
+        idle: bool = False,
+    ) -> None:
+        self._seq += 1
+        actor.label = label
+        actor.key = key
+        actor.rv = rv
+        actor.guard = guard
+        actor.ready_at = ready_at
+        actor.since = self._now if ready_at <= self._now else ready_at
+        actor.seq = self._seq
+        actor.waiting = True
+        actor.idle = idle
+
+    async def _yield(
+        self,
+        label: str,
+        key: str | None = None,
+        rv: int | None = None,
+        guard: Callable[[], bool] | None = None,
+        ready_at: float | None = None,
+        idle: bool = False,
+    ) -> None:
+        actor = self._current
+        if actor is None or self._nursery is None or actor.task is not tl.current_task():
+            from .._errors import NotInSimulation
+
+            raise NotInSimulation(
+                f"'{label}' was awaited outside a harness actor. Await harness primitives only from "
+                "code spawned with world.spawn() or from the scenario function itself."
+            )
+        self._register(actor, label, key, rv, guard, self._now if ready_at is None else ready_at, idle)
+        self._handoff(actor)
+        await self._wait_turn(actor)
+
+    async def _wait_turn(self, actor: _Actor) -> None:
+        while True:
+            if not actor.go:
+                actor.task_parked = True
+                value = await tl.wait_task_rescheduled(lambda _rc, a=actor: self._abort(a))  # type: ignore[misc]
+            else:
+                value = None
+            actor.go = False
+            if value is _CANCEL:
+                # A cancel scope around this wait fired: deliver it at a checkpoint.
+                await tl.checkpoint()
+                # Not cancelled after all (scope left); wait again for our turn.
+                self._register(actor, actor.label, actor.key, actor.rv, actor.guard, self._now, actor.idle)
+                self._handoff(actor)
+                continue
+            return
+
+    def _abort(self, actor: _Actor) -> tl.Abort:
+        if self._stopping or (self._nursery is not None and self._nursery.cancel_scope.cancel_called):
+            actor.task_parked = False
+            actor.waiting = False
+            return tl.Abort.SUCCEEDED
+        # Keep control: the cancellation becomes an enabled action of its own.
+        actor.cancel_pending = True
+        if self._advancing and self._advance_scope is not None:
+            self._advance_scope.cancel()
+        return tl.Abort.FAILED
+
+    # -------------------------------------------------------------- dispatch
+    def _handoff(self, current: _Actor | None) -> None:
+        """Pick the next action and resume it; called by the actor that yields."""
+        try:
+            chosen = self._dispatch()
+        except _Stop:
+            chosen = None
+        if chosen is None:
+            self._wake_controller()
+        else:
+            self._resume(chosen)
+
+    def _resume(self, actor: _Actor) -> None:
+        actor.waiting = False
+        self._current = actor
+        value: object = None
+        if actor.cancel_pending:
+            actor.cancel_pending = False
+            value = _CANCEL
+        if actor.task_parked:
+            actor.task_parked = False
+            assert actor.task is not None
+            tl.reschedule(actor.task, outcome.Value(value))
+        else:
+            actor.go = True
+
+    def _wake_controller(self) -> None:
+        if self._controller_parked and self._controller is not None:
+            self._controller_parked = False
+            tl.reschedule(self._controller)
+
+    def _enabled(self) -> list[tuple[float, int, object]]:
+        now = self._now
+        out: list[tuple[float, int, object]] = []
+        for a in self._actors:
+            if not a.waiting:
+                continue
+            if a.cancel_pending:
+                out.append((a.since, a.seq, a))
+            elif a.ready_at <= now and (a.guard is None or a.guard()):
+                out.append((a.since, a.seq, a))
+        timers = self._timers
+        while timers and (timers[0].cancelled or timers[0].when <= now):
+            t = heapq.heappop(timers)
+            if not t.cancelled:
+                self._due.append(t)
+        if self._due:
+            self._due = [t for t in self._due if not t.cancelled]
+            for t in self._due:
+                out.append((t.when, t.seq, t))
+        if len(out) > 1:
+            out.sort(key=_order_key)
+        return out
+
+    def _dispatch(self) -> _Actor | None:
+        """Run due timers and choose the next actor; None means 'controller, move time'."""
+        while True:
+            if self._violation is not None or self._ended:
+                return None
+            self._check_oracles()
+            if self._violation is not None:
+                return None
+            enabled = self._enabled()
+            if not enabled:
+                return None
+            n = len(enabled)
+            if n == 1:
+                idx = 0
+            else:
+                options = [_option(e[2]) for e in enabled] if self._wants_options else None
+                idx = self._chooser.choose(n, options, "schedule")
+                if not 0 <= idx < n:
+                    idx %= n
+            target = enabled[idx][2]
+            self._step += 1
+            if self._step > self.limits.max_steps:
+                self._fail(
+                    "runaway",
+                    "step limit",
+                    f"the run took more than {self.limits.max_steps:,} steps without settling (t={self._now:.3f}). "
+                    "If the scenario is periodic, set world.horizon; otherwise look for a livelock in the last "
+                    "steps of the trace, or raise Limits(max_steps=...).",
+                    None,
+                )
+                return None
+            instead = _describe(enabled[0][2]) if idx else None
+            if isinstance(target, TimerHandle):
+                self._records.append(
+                    Record(self._step, self._now, target.actor, target.label, target.key, None, idx, n, "timer", instead)
+                )
+                target.fired = True
+                target.cancelled = True
+                previous, self._current = self._current, None
+                try:
+                    self._current_timer_fire(target)
+                finally:
+                    self._current = previous
+                continue
+            actor: _Actor = target  # type: ignore[assignment]
+            label = f"deadline expired during '{actor.label}'" if actor.cancel_pending else actor.label
+            self._records.append(
+                Record(self._step, self._now, actor.name, label, actor.key, actor.rv, idx, n, "run", instead)
+            )
+            return actor
+
+    def _current_timer_fire(self, timer: TimerHandle) -> None:
+        try:
+            timer.fn()
+        except AssertionError as exc:
+            self._fail("oracle", f"assertion in {timer.actor}", f"assertion failed in timer '{timer.label}': {exc}", None)
+        except Exception as exc:  # noqa: BLE001
+            self._fail(
+                "actor-raised",
+                f"{type(exc).__name__} in {timer.actor}",
+                f"timer '{timer.label}' raised {type(exc).__name__}: {exc} (at {_where(exc)})",
+                None,
+            )
+
+    # -------------------------------------------------------------- oracles
+    def invariant(self, fn: Callable[[], object], name: str) -> None:
+        """Check ``fn`` after every step; False or an AssertionError is a violation."""
+        self._invariants.append((name, fn))
+
+    def eventually(self, fn: Callable[[], object], *, within: float, name: str) -> None:
+        """``fn`` must hold within ``within`` virtual seconds from now (liveness)."""
+        self._eventually.append([name, fn, self._now + within, self._now])
+
+    def bound(self, metric: Callable[[], float], max: float, name: str) -> None:  # noqa: A002
+        """``metric()`` must never exceed ``max``; its peak is reported either way."""
+        self._bounds.append((name, metric, max))
+        self.peaks.setdefault(name, -math.inf)
+
+    def at_end(self, fn: Callable[[], object], name: str) -> None:
+        """Check ``fn`` once the run settles or reaches its horizon."""
+        self._at_end.append((name, fn))
+
+    def fail(self, message: str, *, name: str = "scenario assertion") -> None:
+        """Declare a violation from model code (ends the run at the current step)."""
+        self._fail("oracle", name, message, self._current)
+
+    def _holds(self, name: str, fn: Callable[[], object]) -> str | None:
+        try:
+            ok = fn()
+        except AssertionError as exc:
+            return str(exc) or f"{name} does not hold"
+        if ok is False:
+            return f"{name} does not hold"
+        if isinstance(ok, str):
+            return ok
+        return None
+
+    def _check_oracles(self) -> None:
+        for name, fn in self._invariants:
+            msg = self._holds(name, fn)
+            if msg is not None:
+                self._fail("oracle", name, msg if msg != f"{name} does not hold" else f"invariant '{name}' broken", None)
+                return
+        if self._eventually:
+            keep = []
+            for ev in self._eventually:
+                if self._holds(ev[0], ev[1]) is not None:
+                    keep.append(ev)
+            self._eventually = keep
+        for name, metric, limit in self._bounds:
+            value = float(metric())
+            if value > self.peaks[name]:
+                self.peaks[name] = value
+            if value > limit:
+                self._fail("oracle", name, f"bound '{name}' exceeded: {value:g} > {limit:g}", None)
+                return
+
+    def _fail(self, kind: str, name: str, message: str, actor: _Actor | None) -> None:
+        if self._violation is None:
+            self._violation = Violation(kind, name, message, self._step, self._now, actor.name if actor else None)
+
+    # ------------------------------------------------------- timers & sleep
+    def call_later(
+        self, delay: float, fn: Callable[[], object], *, label: str, actor: str = "timer", key: str | None = None
+    ) -> TimerHandle:
+        """Run ``fn()`` (synchronously) ``delay`` virtual seconds from now, as a scheduled action."""
+        self._seq += 1
+        handle = TimerHandle(self._now + max(0.0, delay), self._seq, fn, label, actor, key)
+        heapq.heappush(self._timers, handle)
+        return handle
+
+    async def step(self, label: str, *, key: str | None = None, rv: int | None = None) -> None:
+        """A yield point: the harness may run any other enabled action before this one."""
+        await self._yield(label, key, rv)
+
+    async def sleep(self, seconds: float, label: str | None = None) -> None:
+        """Sleep in virtual time (a yield point that becomes enabled after ``seconds``)."""
+        await self._yield(label or f"wake after sleep {seconds:g}s", None, None, None, self._now + max(0.0, seconds))
+
+    def choose(self, label: str, n: int) -> int:
+        """A non-scheduling choice in ``range(n)`` (fault or data); 0 is the default."""
+        if n <= 1:
+            return 0
+        idx = self._chooser.choose(n, None, label)
+        if not 0 <= idx < n:
+            idx %= n
+        self._step += 1
+        who = self._current.name if self._current is not None else "timer"
+        self._records.append(Record(self._step, self._now, who, label, None, None, idx, n, "choose"))
+        return idx
+
+    def move_on_after(self, seconds: float) -> trio.CancelScope:
+        """A cancel scope that expires after ``seconds`` of virtual time."""
+        return trio.move_on_after(seconds)
+
+    def fail_after(self, seconds: float) -> Any:
+        """Like ``trio.fail_after``, in virtual time."""
+        return trio.fail_after(seconds)
+
+    # ------------------------------------------------------------ primitives
+    def Event(self) -> Event:  # noqa: N802 - reads like the class it makes
+        return Event(self)
+
+    def Queue(self) -> Queue[Any]:  # noqa: N802
+        return Queue(self)
+
+    def Lock(self) -> Lock:  # noqa: N802
+        return Lock(self)
+
+    # ---------------------------------------------------------------- driver
+    async def _main(self, scenario: Callable[..., Awaitable[object]]) -> None:
+        self._controller = tl.current_task()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._watch_outside_blocks)
+                self.spawn("main", _call_with_params, scenario, self)
+                try:
+                    await self._control()
+                finally:
+                    self._stopping = True
+                    nursery.cancel_scope.cancel()
+        except KeyboardInterrupt:
+            self._interrupted = True
+            self._fail("interrupted", "KeyboardInterrupt", "KeyboardInterrupt while the run was in progress", None)
+            raise
+
+    async def _control(self) -> None:
+        chosen = self._safe_dispatch()
+        while True:
+            if chosen is not None:
+                self._resume(chosen)
+                self._controller_parked = True
+                await tl.wait_task_rescheduled(lambda _rc: tl.Abort.SUCCEEDED)
+            if self._violation is not None or self._ended:
+                return
+            if not await self._advance():
+                return
+            chosen = self._safe_dispatch()
+
+    def _safe_dispatch(self) -> _Actor | None:
+        try:
+            return self._dispatch()
+        except _Stop:
+            return None
+
+    async def _advance(self) -> bool:
+        """Nothing is enabled: move virtual time, or end the run. False = run over."""
+        t_next = math.inf
+        timers = self._timers
+        while timers and timers[0].cancelled:
+            heapq.heappop(timers)
+        if timers:
+            t_next = timers[0].when
+        waiting_actors = [a for a in self._actors if a.waiting]
+        for a in waiting_actors:
+            if a.ready_at > self._now and a.ready_at < t_next:
+                t_next = a.ready_at
+        for ev in self._eventually:
+            if ev[2] < t_next:
+                t_next = ev[2]
+        target = min(t_next, self.horizon, self.limits.max_time)
+        before = self._now
+        if target > self._now or target == self._now:
+            self._advancing = True
+            try:
+                with trio.CancelScope() as scope:
+                    self._advance_scope = scope
+                    await trio.sleep_until(max(target, self._now))
+            finally:
+                self._advancing = False
+                self._advance_scope = None
+        if any(a.cancel_pending for a in self._actors):
+            return True  # a Trio deadline inside an actor expired on the way
+        # eventually deadlines that passed
+        for ev in self._eventually:
+            if ev[2] <= self._now:
+                self._now = ev[2]
+                self._fail(
+                    "oracle",
+                    ev[0],
+                    f"'{ev[0]}' did not happen within {ev[2] - ev[3]:g} virtual seconds "
+                    f"(expected by t={ev[2]:g}, registered at t={ev[3]:g})",
+                    None,
+                )
+                return False
+        if t_next != math.inf and self._now < self.horizon and self._now < self.limits.max_time:
+            return True
+        if self._now >= self.horizon:
+            self._now = self.horizon
+            self._end_checks("reached its horizon")
+            return False
+        if t_next == math.inf:
+            self._now = before
+            blocked = [a for a in waiting_actors if not a.done and not (a.daemon and a.idle)]
+            if blocked:
+                a = blocked[0]
+                self._fail(
+                    "deadlock",
+                    "deadlock",
+                    f"actor '{a.name}' waits for '{a.label}' at t={self._now:g}, and no enabled action or timer "
+                    "can wake it. Make sure every wait has a producer, or spawn long-lived loops with daemon=True "
+                    "and wait for work with Queue.get().",
+                    a,
+                )
+                return False
+            self._end_checks("settled")
+            return False
+        self._fail(
+            "runaway",
+            "time limit",
+            f"virtual time passed the limit of {self.limits.max_time:g} s without the run settling. "
+            "If the scenario is periodic, set world.horizon; otherwise raise Limits(max_time=...).",
+            None,
+        )
+        return False
+
+    def _end_checks(self, how: str) -> None:
+        self._ended = True
+        for ev in self._eventually:
+            if how == "settled":
+                self._fail(
+                    "oracle",
+                    ev[0],
+                    f"'{ev[0]}' never happened: the run settled at t={self._now:g} "
+                    f"(it was expected by t={ev[2]:g})",
+                    None,
+                )
+                return
+        for name, fn in self._at_end:
+            msg = self._holds(name, fn)
+            if msg is not None:
+                self._fail("oracle", name, f"at the end of the run: {msg}", None)
+                return
+        self._check_oracles()
+
+    async def _watch_outside_blocks(self) -> None:
+        while True:
+            await trio.testing.wait_all_tasks_blocked()
+            if self._advancing or self._stopping:
+                await trio.sleep(0)
+                continue
+            who = self._current.name if self._current is not None else "main"
+            self._fail(
+                "blocked-outside",
+                "blocked outside the harness",
+                f"actor '{who}' is blocked on something the harness does not control (a raw trio.sleep, "
+                "trio.Event, memory channel or real I/O) at t={:g}. Use world.sleep, world.Event(), "
+                "world.Queue(), world.Lock() or world.step so the harness can schedule it.".format(self._now),
+                self._current,
+            )
+            self._wake_controller_forcibly()
+            return
+
+    def _wake_controller_forcibly(self) -> None:
+        self._wake_controller()
+
+    # ------------------------------------------------------------- results
+    def outcome(self) -> RunOutcome:
+        return RunOutcome(Trace(self._records), self._violation, self._now, dict(self.peaks), self._interrupted)
+
+
+async def _call_with_params(scenario: Callable[..., Awaitable[object]], world: World) -> None:
+    await scenario(world, **world.params)
+
+
+def _order_key(e: tuple[float, int, object]) -> tuple[float, int]:
+    return (e[0], e[1])
+
+
+def _option(target: object) -> Option:
+    if isinstance(target, TimerHandle):
+        return Option(target.actor, target.label, target.key)
+    a: _Actor = target  # type: ignore[assignment]
+    return Option(a.name, a.label, a.key)
+
+
+def _describe(target: object) -> str:
+    o = _option(target)
+    return f"{o.actor}: {o.label}"
+
+
+def _where(exc: BaseException) -> str:
+    tb = traceback.extract_tb(exc.__traceback__)
+    frames = [f for f in tb if "/harness/sim/" not in f.filename.replace("\\", "/")]
+    if not frames:
+        frames = list(tb)
+    if not frames:
+        return "unknown location"
+    f = frames[-1]
+    short = f.filename.replace("\\", "/").rsplit("/", 2)
+    return f"{'/'.join(short[-2:])}:{f.lineno} in {f.name}"
+
+
+def run_once(
+    scenario: Callable[..., Awaitable[object]],
+    chooser: Chooser,
+    *,
+    params: dict[str, Any] | None = None,
+    limits: Limits = Limits(),
+) -> RunOutcome:
+    """Run ``scenario(world, **params)`` once under ``chooser``; never raises for a verdict."""
+    world = World(chooser, limits=limits, params=params)
+    try:
+        trio.run(world._main, scenario, clock=VirtualClock(world), strict_exception_groups=True)
+    except BaseExceptionGroup as group:
+        raise _unwrap(group) from None
+    if world._reraise is not None:
+        raise world._reraise
+    return world.outcome()
+
+
+def _unwrap(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first leaf of an exception group: the harness never raises two at once."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
+
+
+# ---------------------------------------------------------------- primitives
+class Event:
+    """A harness event: ``wait()`` is a yield point enabled once the event is set."""
+
+    __slots__ = ("_world", "_set")
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def is_set(self) -> bool:
+        return self._set
+
+    async def wait(self, label: str = "wait for event", *, idle: bool = False) -> None:
+        """Wait until set; ``idle=True`` marks a daemon's wait for work (not a deadlock)."""
+        await self._world._yield(label, guard=self.is_set, idle=idle)
+
+
+class Queue(Generic[T]):
+    """An unbounded FIFO whose ``get()`` is a yield point enabled while it holds items."""
+
+    __slots__ = ("_world", "_items")
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self._items: deque[T] = deque()
+
+    def put_nowait(self, item: T) -> None:
+        self._items.append(item)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def _ready(self) -> bool:
+        return bool(self._items)
+
+    async def get(self, label: str = "get", *, key: str | None = None) -> T:
+        await self._world._yield(label, key, None, self._ready, None, idle=True)
+        return self._items.popleft()
+
+
+class Lock:
+    """A harness lock: acquiring is a yield point enabled while the lock is free."""
+
+    __slots__ = ("_world", "_owner")
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self._owner: str | None = None
+
+    def _free(self) -> bool:
+        return self._owner is None
+
+    def locked(self) -> bool:
+        return self._owner is not None
+
+    async def acquire(self, label: str = "acquire lock") -> None:
+        await self._world._yield(label, guard=self._free)
+        cur = self._world._current
+        self._owner = cur.name if cur is not None else "?"
+
+    def release(self) -> None:
+        self._owner = None
+
+    async def __aenter__(self) -> Lock:
+        await self.acquire()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.release()

@@ -1,0 +1,350 @@
+"""APIServer: optimistic concurrency, preconditions, graceful deletion (sections 0.5-0.7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kube_support import clean, run
+
+from harness.kube import (
+    AlreadyExists,
+    ApiError,
+    APIServer,
+    Conflict,
+    Invalid,
+    KubeObject,
+    NotFound,
+    ServerTimeout,
+)
+from harness.sim import World
+
+
+def scenario_of(body: Any) -> Any:
+    """Wrap ``body(world, api, box)`` as a scenario whose results land in ``box``."""
+    box: dict[str, Any] = {}
+
+    async def scenario(world: World) -> None:
+        await body(world, APIServer(world), box)
+
+    return scenario, box
+
+
+def check(body: Any, **params: Any) -> dict[str, Any]:
+    scenario, box = scenario_of(body)
+    clean(run(scenario, **params))
+    return box
+
+
+async def expect_error(box: dict[str, Any], name: str, coro: Any) -> None:
+    try:
+        await coro
+    except ApiError as err:
+        box[name] = err
+    else:
+        box[name] = None
+
+
+def test_uids_and_resource_versions_are_deterministic_and_global() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        a = await api.create(KubeObject("Pod", "ns", "a"))
+        b = await api.create(KubeObject("Queue", "", "b"))
+        a2 = await api.update_status(KubeObject("Pod", "ns", "a", resource_version=a.resource_version, status={"x": 1}))
+        box["ids"] = [(a.uid, a.resource_version), (b.uid, b.resource_version), (a2.uid, a2.resource_version)]
+
+    assert check(body)["ids"] == [("uid-0001", 1), ("uid-0002", 2), ("uid-0001", 3)]
+
+
+def test_create_twice_is_already_exists() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await api.create(KubeObject("Pod", "ns", "a"))
+        await expect_error(box, "err", api.create(KubeObject("Pod", "ns", "a")))
+
+    err = check(body)["err"]
+    assert isinstance(err, AlreadyExists) and err.code == 409 and err.message == 'pods "a" already exists'
+
+
+def test_get_missing_is_not_found() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await expect_error(box, "err", api.get("Pod", "ns", "nope"))
+
+    err = check(body)["err"]
+    assert isinstance(err, NotFound) and err.code == 404 and err.reason == "NotFound"
+
+
+def test_update_with_stale_rv_conflicts() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        obj = await api.create(KubeObject("Pod", "ns", "a", spec={"v": 1}))
+        stale = obj.deepcopy()
+        obj.spec["v"] = 2
+        await api.update(obj)
+        stale.spec["v"] = 3
+        await expect_error(box, "err", api.update(stale))
+        box["stored"] = (await api.get("Pod", "ns", "a")).spec
+
+    box = check(body)
+    assert isinstance(box["err"], Conflict)
+    assert "the object has been modified; please apply your changes" in box["err"].message
+    assert box["stored"] == {"v": 2}
+
+
+def test_update_status_conflicts_with_spec_writer() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        obj = await api.create(KubeObject("Queue", "ns", "q", spec={"w": 1}))
+        status_writer = obj.deepcopy()
+        obj.spec["w"] = 2
+        await api.update(obj)  # spec writer bumps the RV
+        status_writer.status["phase"] = "Ready"
+        await expect_error(box, "status_err", api.update_status(status_writer))
+        fresh = await api.get("Queue", "ns", "q")
+        fresh.status["phase"] = "Ready"
+        await api.update_status(fresh)  # ... which bumps it for the spec writer
+        await expect_error(box, "spec_err", api.update(obj))
+
+    box = check(body)
+    assert isinstance(box["status_err"], Conflict) and isinstance(box["spec_err"], Conflict)
+
+
+def test_update_status_writes_only_status_and_update_keeps_status() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        obj = await api.create(KubeObject("Queue", "ns", "q", spec={"w": 1}))
+        obj.spec["w"] = 99
+        obj.status["phase"] = "Ready"
+        after_status = await api.update_status(obj)
+        after_status.status["phase"] = "Ignored"
+        after_status.spec["w"] = 2
+        box["final"] = await api.update(after_status)
+
+    final = check(body)["final"]
+    assert final.spec == {"w": 2} and final.status == {"phase": "Ready"} and final.generation == 2
+
+
+def test_update_with_uid_mismatch_conflicts() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        obj = await api.create(KubeObject("Queue", "ns", "q"))
+        obj.uid = "uid-9999"
+        await expect_error(box, "err", api.update(obj))
+
+    err = check(body)["err"]
+    assert isinstance(err, Conflict) and "UID in precondition: uid-9999, UID in object meta: uid-0001" in err.message
+
+
+def test_cr_update_without_rv_is_rejected() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await api.create(KubeObject("PodGroup", "ns", "pg"))
+        await expect_error(box, "err", api.update_status(KubeObject("PodGroup", "ns", "pg", status={"phase": "x"})))
+
+    err = check(body)["err"]
+    assert isinstance(err, Invalid) and "must be specified for an update" in err.message
+
+
+def test_builtin_update_without_rv_is_unconditional() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await api.create(KubeObject("Pod", "ns", "p"))
+        await api.update_status(KubeObject("Pod", "ns", "p", status={"phase": "Running"}))
+        box["obj"] = await api.get("Pod", "ns", "p")
+
+    assert check(body)["obj"].status == {"phase": "Running"}
+
+
+def test_noop_update_writes_nothing() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        obj = await api.create(KubeObject("Queue", "ns", "q", spec={"a": 1}))
+        box["same"] = await api.update(obj)
+        box["rv"] = obj.resource_version
+
+    box = check(body)
+    assert box["same"].resource_version == box["rv"]
+
+
+def test_merge_patch_has_no_rv_precondition_unless_given() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        obj = await api.create(KubeObject("Queue", "ns", "q", spec={"a": 1, "b": {"c": 1}}, labels={"x": "1"}))
+        await api.patch("Queue", "ns", "q", {"spec": {"a": 2}})
+        box["patched"] = await api.patch(
+            "Queue", "ns", "q", {"spec": {"b": {"c": None, "d": [1]}}, "metadata": {"labels": {"y": "2"}}}
+        )
+        await expect_error(
+            box, "err", api.patch("Queue", "ns", "q", {"spec": {"a": 3}}, resource_version=obj.resource_version)
+        )
+        box["status_only"] = await api.patch("Queue", "ns", "q", {"spec": {"a": 9}, "status": {"s": 1}}, subresource="status")
+
+    box = check(body)
+    assert box["patched"].spec == {"a": 2, "b": {"d": [1]}} and box["patched"].labels == {"x": "1", "y": "2"}
+    assert isinstance(box["err"], Conflict)
+    assert box["status_only"].spec == {"a": 2, "b": {"d": [1]}} and box["status_only"].status == {"s": 1}
+
+
+def test_apply_status_has_no_rv_precondition() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await api.create(KubeObject("Workload", "ns", "w", status={"conditions": [1], "admission": {"a": 1}}))
+        await api.apply_status("Workload", "ns", "w", {"admission": {"b": 2}})  # maps merge
+        box["obj"] = await api.apply_status("Workload", "ns", "w", {"conditions": [2]})  # lists replace
+
+    obj = check(body)["obj"]
+    assert obj.status == {"conditions": [2], "admission": {"a": 1, "b": 2}} and obj.resource_version == 3
+
+
+def test_delete_missing_is_not_found() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await expect_error(box, "err", api.delete("ConfigMap", "ns", "c"))
+
+    assert isinstance(check(body)["err"], NotFound)
+
+
+def test_delete_by_name_removes_recreated_object() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        old = await api.create(KubeObject("ConfigMap", "ns", "c"))
+        await api.delete("ConfigMap", "ns", "c", uid=old.uid)
+        new = await api.create(KubeObject("ConfigMap", "ns", "c"))
+        box["deleted"] = await api.delete("ConfigMap", "ns", "c")  # meant for `old`
+        box["uids"] = (old.uid, new.uid)
+        await expect_error(box, "gone", api.get("ConfigMap", "ns", "c"))
+
+    box = check(body)
+    assert box["deleted"].uid == box["uids"][1] != box["uids"][0]
+    assert isinstance(box["gone"], NotFound)
+
+
+def test_delete_with_uid_precondition_conflicts() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        old = await api.create(KubeObject("ConfigMap", "ns", "c"))
+        await api.delete("ConfigMap", "ns", "c")
+        await api.create(KubeObject("ConfigMap", "ns", "c"))
+        await expect_error(box, "err", api.delete("ConfigMap", "ns", "c", uid=old.uid))
+        box["survivor"] = await api.get("ConfigMap", "ns", "c")
+
+    box = check(body)
+    assert isinstance(box["err"], Conflict)
+    assert box["err"].message == (
+        'Operation cannot be fulfilled on configmaps "c": Precondition failed: '
+        "UID in precondition: uid-0001, UID in object meta: uid-0002"
+    )
+    assert box["survivor"].uid == "uid-0002"
+
+
+def test_delete_with_rv_precondition_conflicts() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        obj = await api.create(KubeObject("ConfigMap", "ns", "c"))
+        await api.patch("ConfigMap", "ns", "c", {"spec": {"a": 1}})
+        await expect_error(box, "err", api.delete("ConfigMap", "ns", "c", resource_version=obj.resource_version))
+
+    err = check(body)["err"]
+    assert isinstance(err, Conflict) and "ResourceVersion in precondition: 1" in err.message
+
+
+def test_pod_without_node_is_deleted_at_once() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await api.create(KubeObject("Pod", "ns", "p", spec={"terminationGracePeriodSeconds": 30}))
+        await api.delete("Pod", "ns", "p")
+        box["after"] = api.peek("Pod", "ns", "p")
+
+    assert check(body)["after"] is None
+
+
+def test_pod_on_node_waits_for_kubelet_then_grace_expiry() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await api.create(KubeObject("Pod", "ns", "p", spec={"nodeName": "n1", "terminationGracePeriodSeconds": 30}))
+        await api.create(KubeObject("Pod", "ns", "q", spec={"nodeName": "n1"}))
+        terminating = await api.delete("Pod", "ns", "p")
+        box["terminating"] = (terminating.deletion_timestamp, terminating.deletion_grace_period_seconds)
+        await api.delete("Pod", "ns", "q")
+        await world.sleep(1.0)
+        box["still_there"] = api.peek("Pod", "ns", "p") is not None
+        await api.confirm_delete("ns", "p")
+        box["after_confirm"] = api.peek("Pod", "ns", "p")
+        await world.sleep(40.0)
+        box["q_after_grace"] = api.peek("Pod", "ns", "q")
+
+    box = check(body)
+    assert box["terminating"] == (30.0, 30) and box["still_there"]
+    assert box["after_confirm"] is None and box["q_after_grace"] is None
+
+
+def test_finalizer_holds_object() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await api.create(KubeObject("Job", "ns", "j", finalizers=["example.com/cleanup"]))
+        held = await api.delete("Job", "ns", "j")
+        box["held"] = (held.deletion_timestamp, api.peek("Job", "ns", "j") is not None)
+        await expect_error(box, "recreate", api.create(KubeObject("Job", "ns", "j")))
+        await api.patch("Job", "ns", "j", {"metadata": {"finalizers": []}})
+        box["after"] = api.peek("Job", "ns", "j")
+
+    box = check(body)
+    assert box["held"] == (0.0, True)
+    assert isinstance(box["recreate"], AlreadyExists)
+    assert box["after"] is None
+
+
+def test_transient_errors_are_a_choice_defaulting_to_success() -> None:
+    async def scenario(world: World) -> None:
+        api = APIServer(world, transient_errors=True)
+        try:
+            await api.create(KubeObject("Pod", "ns", "p"))
+        except ServerTimeout as err:
+            world.state["err"] = err
+        world.state["stored"] = api.peek("Pod", "ns", "p") is not None
+        world.state["errors"] = api.error_count(code=500)
+
+    canonical = clean(run(scenario))
+    assert [r.label for r in canonical.trace if r.kind == "choose"] == ["fault: create Pod ns/p fails"]
+    # replay with the fault chosen: the request fails with no effect, and is counted
+    boxes: list[dict[str, Any]] = []
+
+    async def capture(world: World) -> None:
+        await scenario(world)
+        boxes.append(dict(world.state))
+
+    clean(run(capture, choices=[1]))
+    assert isinstance(boxes[0]["err"], ServerTimeout) and boxes[0]["stored"] is False and boxes[0]["errors"] == 1
+
+
+def test_counters_count_calls_and_conflicts() -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        obj = await api.create(KubeObject("Queue", "ns", "q"))
+        await api.update_status(obj)
+        obj.status["x"] = 1
+        await api.update_status(obj)
+        await expect_error(box, "err", api.update_status(obj))
+        box["counts"] = (api.count(), api.count(verb="update_status"), api.error_count(code=409))
+
+    assert check(body)["counts"] == (4, 3, 1)
+
+
+def test_every_request_is_a_yield_point_before_its_effect() -> None:
+    """Another actor can run between a read and the write based on it."""
+
+    async def writer(api: APIServer) -> None:
+        obj = await api.get("Queue", "ns", "q")
+        obj.status["by"] = "writer"
+        try:
+            await api.update_status(obj)
+        except Conflict:
+            api_state["conflicted"] = True
+
+    async def scenario(world: World) -> None:
+        api = APIServer(world)
+        await api.create(KubeObject("Queue", "ns", "q"))
+        world.spawn("writer", writer, api)
+        await api.patch("Queue", "ns", "q", {"status": {"by": "main"}})
+
+    api_state: dict[str, Any] = {}
+    outcomes = set()
+    for seed in range(30):
+        api_state.clear()
+        out = clean(run(scenario, seed=seed))
+        outcomes.add(bool(api_state.get("conflicted")))
+        assert any(r.label == "update_status Queue ns/q" for r in out.trace)
+    assert outcomes == {True, False}
+
+
+@pytest.mark.parametrize("kind", ["Pod", "Queue"])
+def test_reads_return_copies(kind: str) -> None:
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        obj = await api.create(KubeObject(kind, "ns", "o", spec={"list": [1]}))
+        obj.spec["list"].append(2)
+        got = await api.get(kind, "ns", "o")
+        got.spec["list"].append(3)
+        box["stored"] = api.peek(kind, "ns", "o")
+
+    assert check(body)["stored"].spec == {"list": [1]}
