@@ -73,6 +73,8 @@ class APIServer:
         self._awaiting_kubelet: dict[str, bool] = {}  # pod uid -> graceful delete waits for the kubelet
         self.calls: dict[tuple[str, str], int] = {}
         self.errors: dict[tuple[str, str, int], int] = {}
+        # Reports find the run's apiservers here to snapshot objects per step (harness.report).
+        world.state.setdefault("_kube_apiservers", []).append(self)
 
     # ------------------------------------------------------------ counters
     @property

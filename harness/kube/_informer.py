@@ -134,6 +134,8 @@ class Informer:
         self.duplicates = duplicates
         self._store: dict[str, KubeObject] = {}
         self.lister = Lister(kind, self._store)
+        # Reports find the run's informers here to compare caches with the apiserver (harness.report).
+        world.state.setdefault("_kube_informers", []).append(self)
         self._handlers: list[_Handler] = []
         self._stream: deque[WatchEvent] = deque()
         self._needs_list = True

@@ -247,12 +247,22 @@ class World:
     waits on goes through the world, so the harness decides every switch.
     """
 
-    def __init__(self, chooser: Chooser, *, limits: Limits = Limits(), params: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        chooser: Chooser,
+        *,
+        limits: Limits = Limits(),
+        params: dict[str, Any] | None = None,
+        observer: Callable[[World, Record | None], None] | None = None,
+    ) -> None:
         self.params: dict[str, Any] = dict(params or {})
         self.limits = limits
         #: virtual seconds at which a periodic scenario ends normally (end oracles run)
         self.horizon: float = math.inf
         self._chooser = chooser
+        #: called before each dispatch with the record of the step that just completed
+        #: (None before the first); reports use it to snapshot model state per step
+        self._observer = observer
         self._wants_options = bool(getattr(chooser, "wants_options", False))
         self._now = 0.0
         self._seq = 0
@@ -479,6 +489,8 @@ class World:
     def _dispatch(self) -> _Actor | None:
         """Run due timers and choose the next actor; None means 'controller, move time'."""
         while True:
+            if self._observer is not None:
+                self._observer(self, self._records[-1] if self._records else None)
             if self._violation is not None or self._ended:
                 return None
             self._check_oracles()
@@ -836,9 +848,14 @@ def run_once(
     *,
     params: dict[str, Any] | None = None,
     limits: Limits = Limits(),
+    observer: Callable[[World, Record | None], None] | None = None,
 ) -> RunOutcome:
-    """Run ``scenario(world, **params)`` once under ``chooser``; never raises for a verdict."""
-    world = World(chooser, limits=limits, params=params)
+    """Run ``scenario(world, **params)`` once under ``chooser``; never raises for a verdict.
+
+    ``observer(world, last_record)`` is called at every scheduling point (reports
+    use it to capture object state per step); it must not change the run.
+    """
+    world = World(chooser, limits=limits, params=params, observer=observer)
     try:
         trio.run(world._main, scenario, clock=VirtualClock(world), strict_exception_groups=True)
     except BaseExceptionGroup as group:

@@ -1,0 +1,47 @@
+"""Writing report files: atomically, into a folder that ignores itself in git."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+#: what ``ensure_report_dir`` writes as ``.gitignore`` (as hypothesis' ``.hypothesis/`` and coverage's ``htmlcov/``)
+GITIGNORE = "# Created by race-harness: reports are build output.\n*\n"
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` through a temp file in the same folder and ``os.replace``.
+
+    A reader (a browser refreshing ``index.html``, a CI artifact upload) sees the
+    old file or the new one, never half of one; a crash leaves no partial file.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def ensure_report_dir(directory: str | os.PathLike[str]) -> Path:
+    """Create ``directory`` and, unless it has one, a ``.gitignore`` holding ``*``.
+
+    An existing ``.gitignore`` is left alone (the repository's ``reports/`` keeps
+    its README tracked that way).
+    """
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    ignore = path / ".gitignore"
+    if not ignore.exists():
+        try:
+            with ignore.open("x", encoding="utf-8") as fh:  # "x": two writers racing here both succeed
+                fh.write(GITIGNORE)
+        except FileExistsError:
+            pass
+    return path

@@ -1,0 +1,221 @@
+"""Strategies find the toy races, shrink them to the proved minimum, and replay them exactly."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import harness as h
+from harness.explore import Budget, Counterexample
+from tests import toys
+
+ROOT = Path(__file__).resolve().parents[2]
+TOYS = [toys.lost_update, toys.order_violation, toys.slow_liveness]
+STRATEGIES = ["random", "pct", "hypothesis", "exhaustive"]
+
+
+@pytest.mark.parametrize("scenario", TOYS, ids=lambda s: s.__name__)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_every_strategy_finds_every_toy(scenario, strategy) -> None:  # type: ignore[no-untyped-def]
+    result = h.explore(scenario, strategy=strategy, budget=3000, seed=3, prove_minimal=False)
+    assert result.found, result.outcome
+    assert result.verdict == "found"
+    assert "found" in result.outcome
+
+
+@pytest.mark.parametrize("scenario", TOYS, ids=lambda s: s.__name__)
+def test_hypothesis_shrinks_to_the_exhaustive_minimum(scenario) -> None:  # type: ignore[no-untyped-def]
+    referee = h.explore(scenario, strategy="exhaustive:3", budget=20_000)
+    assert referee.found
+    minimum = referee.counterexample.deviations  # type: ignore[union-attr]
+    # Hypothesis' own shrinking (plus setting deviations back to canonical), no referee:
+    shrunk = h.explore(scenario, strategy="hypothesis", budget=3000, seed=1, prove_minimal=False)
+    assert shrunk.counterexample is not None
+    assert shrunk.counterexample.deviations == minimum
+    # and the default pipeline, whose referee proves it:
+    full = h.explore(scenario, strategy="hypothesis", budget=3000, seed=3)
+    assert full.counterexample is not None and full.counterexample.proved_minimal is True
+    assert full.counterexample.deviations == minimum
+
+
+def test_the_order_violation_needs_exactly_two_deviations() -> None:
+    assert h.explore(toys.order_violation, strategy="exhaustive:1", budget=20_000).verdict == "proved-clean"
+    found = h.explore(toys.order_violation, strategy="exhaustive:2", budget=20_000)
+    assert found.counterexample is not None and found.counterexample.deviations == 2
+    assert 25 <= found.counterexample.steps <= 40
+
+
+def test_the_liveness_toy_shows_only_as_a_300_second_delay() -> None:
+    found = h.explore(toys.slow_liveness, strategy="random", budget=500)
+    cx = found.counterexample
+    assert cx is not None and cx.violation.kind == "oracle"
+    assert "within 10 virtual seconds" in cx.violation.message
+    assert cx.violation.time == 10.0
+    labels = [r.label for r in cx.trace]
+    assert labels.index("j1 check record") < labels.index("j2 check record") < labels.index("j1 write record")
+    # the fixed toy also loses the race but retries after 5 s: nothing is late
+    assert h.explore(toys.slow_liveness, strategy="random", budget=500, fixed=True).verdict == "none-found"
+
+
+@pytest.mark.parametrize("scenario", TOYS, ids=lambda s: s.__name__)
+def test_fixed_toys_are_proved_clean_up_to_two_deviations(scenario) -> None:  # type: ignore[no-untyped-def]
+    result = h.explore(scenario, strategy="exhaustive:2", budget=50_000, fixed=True)
+    assert result.verdict == "proved-clean"
+    assert result.outcome.startswith("proved clean up to 2 deviations")
+
+
+def test_sampled_clean_is_not_worded_as_a_proof() -> None:
+    result = h.explore(toys.lost_update, strategy="random", budget=200, fixed=True)
+    assert result.verdict == "none-found"
+    assert result.outcome.endswith("no violation (not a proof)")
+    assert "proved" not in result.outcome
+
+
+def test_found_counterexample_is_proved_minimal_by_default() -> None:
+    result = h.explore(toys.order_violation, strategy="random", budget=3000, seed=5)
+    cx = result.counterexample
+    assert cx is not None and cx.proved_minimal is True and cx.deviations == 2
+    assert "(proved minimal)" in result.outcome
+
+
+def test_pct_reports_its_probability_bound_when_nothing_is_found() -> None:
+    result = h.explore(toys.lost_update, strategy="pct:2", budget=50, fixed=True)
+    assert result.verdict == "none-found" and result.pct_bound is not None
+    assert 0 < result.pct_bound <= 1 and "PCT bound" in result.outcome
+
+
+def test_budget_parsing() -> None:
+    assert Budget.parse("500") == Budget(runs=500)
+    assert Budget.parse("30s") == Budget(runs=None, seconds=30.0)
+    with pytest.raises(h.UsageError, match="RUNS"):
+        Budget.parse("ten")
+
+
+def test_unknown_strategy_names_the_accepted_ones() -> None:
+    with pytest.raises(h.UsageError, match="random, pct"):
+        h.explore(toys.lost_update, strategy="dfs")
+
+
+def test_seconds_budget_stops_a_clean_search() -> None:
+    result = h.explore(toys.order_violation, strategy="hypothesis", budget="1s", fixed=True)
+    assert result.verdict == "none-found" and result.runs > 10
+
+
+# ----------------------------------------------------------------- determinism
+def _digest_cmd(seed: int, strategy: str = "random") -> str:
+    return (
+        "import harness as h; from tests import toys; "
+        f"r = h.explore(toys.order_violation, strategy='{strategy}', budget=3000, seed={seed}); "
+        "print(r.counterexample.digest(), r.first_found_run)"
+    )
+
+
+def test_same_seed_same_trace_in_process() -> None:
+    a = h.explore(toys.order_violation, strategy="random", budget=3000, seed=11)
+    b = h.explore(toys.order_violation, strategy="random", budget=3000, seed=11)
+    assert a.counterexample is not None and b.counterexample is not None
+    assert a.counterexample.digest() == b.counterexample.digest()
+    assert a.first_found_run == b.first_found_run
+
+
+@pytest.mark.parametrize("strategy", ["random", "pct", "hypothesis"])
+def test_same_seed_same_trace_in_another_process_and_hash_seed(strategy: str) -> None:
+    here = h.explore(toys.order_violation, strategy=strategy, budget=3000, seed=7)
+    assert here.counterexample is not None
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    out = subprocess.run(
+        [sys.executable, "-c", _digest_cmd(7, strategy)], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    digest, first = out.stdout.split()
+    assert digest == here.counterexample.digest()
+    if strategy != "hypothesis":  # Hypothesis' example count may depend on its process-wide caches
+        assert int(first) == here.first_found_run
+
+
+def test_different_seeds_give_different_traces() -> None:
+    from harness.sim import RandomChooser, run_once
+
+    digests = {run_once(toys.order_violation, RandomChooser(seed)).trace.digest() for seed in range(20)}
+    assert len(digests) >= 15
+
+
+# ------------------------------------------------------------------ replay
+def test_saved_counterexample_replays_in_a_fresh_process(tmp_path: Path) -> None:
+    result = h.explore(toys.order_violation, strategy="random", budget=3000, seed=2)
+    cx = result.counterexample
+    assert cx is not None
+    path = cx.save(tmp_path / "cx.json")
+    code = (
+        "import sys; from harness.explore import Counterexample; "
+        "cx = Counterexample.load(sys.argv[1]); out = cx.replay(); "
+        "print(out.trace.digest()); print(out.violation.describe())"
+    )
+    env = dict(os.environ, PYTHONHASHSEED="999")
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(path)], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    digest, violation = proc.stdout.strip().splitlines()
+    assert digest == cx.digest()
+    assert violation == cx.violation.describe()
+
+
+def test_replay_against_a_changed_scenario_names_the_divergent_step(tmp_path: Path) -> None:
+    cx = h.explore(toys.order_violation, strategy="random", budget=3000, seed=2).counterexample
+    assert cx is not None
+    raw = cx.to_json()
+    raw["scenario"] = "tests.explore.changed:order_violation"
+    raw.pop("digest")
+    path = tmp_path / "cx.json"
+    path.write_text(json.dumps(raw))
+    loaded = Counterexample.load(path)
+    with pytest.raises(h.ReplayDivergence) as info:
+        loaded.replay()
+    msg = str(info.value)
+    assert "diverged at step" in msg and "the trace recorded" in msg and "now offers" in msg
+    assert "re-run the hunt" in msg
+    assert info.value.step > 1
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "does not exist"),
+        ('{"format": "race-harness-trace", "version": 1, "scen', "not valid JSON"),
+        ("[1, 2, 3]", "not a race-harness trace"),
+        ('{"format": "race-harness-trace", "version": 99}', "version 99"),
+        ('{"format": "race-harness-trace", "version": 1, "scenario": "x:y"}', "missing or has a malformed field"),
+    ],
+)
+def test_bad_trace_files_get_one_paragraph_errors(tmp_path: Path, content: str | None, expected: str) -> None:
+    path = tmp_path / "bad.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(h.TraceFileError) as info:
+        Counterexample.load(path)
+    msg = str(info.value)
+    assert expected in msg
+    assert "\n" not in msg and "re-run the hunt" in msg
+
+
+def test_truncated_real_trace_is_reported_not_raised(tmp_path: Path) -> None:
+    cx = h.explore(toys.lost_update, strategy="random", budget=100).counterexample
+    assert cx is not None
+    path = cx.save(tmp_path / "cx.json")
+    text = path.read_text()
+    path.write_text(text[: len(text) // 2])
+    with pytest.raises(h.TraceFileError, match="truncated"):
+        Counterexample.load(path)
+
+
+def test_program_lists_the_deviations() -> None:
+    cx = h.explore(toys.order_violation, strategy="exhaustive:2", budget=20_000).counterexample
+    assert cx is not None
+    program = cx.program()
+    assert program.count("<- choice") == 2
+    assert "instead of 'publisher: write data'" in program
+    assert program.splitlines()[-1].startswith("  => oracle violated")
