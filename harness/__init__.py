@@ -36,6 +36,13 @@ from .sim import Trace as Trace
 from .sim import Violation as Violation
 from .sim import World as World
 from .sim import run_once as run_once
+from .stateful import RaceMachine as RaceMachine
+from .stateful import booleans as booleans
+from .stateful import integers as integers
+from .stateful import invariant as invariant
+from .stateful import precondition as precondition
+from .stateful import rule as rule
+from .stateful import sampled_from as sampled_from
 
 __version__ = "0.1.0"
 
@@ -43,4 +50,5 @@ __all__ = [
     "PCT", "Budget", "Counterexample", "Event", "Exhaustive", "HarnessError", "Hypothesis", "Limits", "Lock",
     "NotInSimulation", "Queue", "Random", "Record", "Replay", "ReplayDivergence", "Result", "SimulationError",
     "Trace", "TraceFileError", "UsageError", "Violation", "World", "explore", "run_once",
+    "RaceMachine", "rule", "invariant", "precondition", "integers", "sampled_from", "booleans",
 ]

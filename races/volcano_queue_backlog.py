@@ -137,32 +137,52 @@ def _jitter(n: int) -> float:
     return 0.9 + 0.2 * ((n * 0.6180339887498949) % 1.0)
 
 
-class IdleWorkers:
-    """Idle workers in FIFO order; only the head waits in ``Get`` (Go's ``sync.Cond`` wakes the longest waiter)."""
+class SignallingWorkQueue(WorkQueue[Request]):
+    """The client-go queue whose ``Add`` also signals the ``cond`` (``q.cond.Signal()`` in ``queue.go``).
 
-    def __init__(self, world: World) -> None:
+    Overrides ``add`` (the delay timer's re-add goes through it too) and ``done``
+    (which may re-queue a dirty item) to call ``on_add``.
+    """
+
+    def __init__(self, world: World, name: str, rate_limiter: MaxOfRateLimiter) -> None:
+        super().__init__(world, name, rate_limiter)
+        self.cond = Cond(world, self)
+
+    def add(self, item: Request) -> None:
+        super().add(item)
+        self.cond.signal()
+
+    def done(self, item: Request) -> None:
+        super().done(item)
+        self.cond.signal()
+
+
+class Cond:
+    """The workqueue's ``sync.Cond``: idle workers wait in FIFO order; each ``Add`` wakes the longest waiter.
+
+    Go's ``notifyList`` hands ``Signal`` to the goroutine with the oldest ticket.
+    Only woken workers (and workers that find the queue non-empty) call the
+    harness ``get``, so "which of five interchangeable idle workers takes the
+    item" is not left to the scheduler: leaving it there would add a decision
+    point per request that only permutes workers, and a random run would need
+    as many shrinking runs.
+    """
+
+    def __init__(self, world: World, queue: WorkQueue[Request]) -> None:
         self._world = world
-        self._idle: deque[tuple[str, Event]] = deque()
-        self.head: str | None = None
+        self._queue = queue
+        self._waiters: deque[Event] = deque()
 
-    async def join(self, name: str) -> None:
-        """Become the getter now if nobody is, else wait (idle) until woken."""
-        if self.head is None:
-            self.head = name
-            return
-        ev = self._world.Event()
-        self._idle.append((name, ev))
-        await ev.wait(f"{name} woken to Get", idle=True)
+    async def wait_for_item(self, name: str) -> None:
+        """``for q.queue.Len() == 0 { q.cond.Wait() }``; a woken worker that finds it empty waits again."""
+        while self._queue.queued == 0:
+            ev = self._world.Event()
+            self._waiters.append(ev)
+            await ev.wait(f"{name} woken by Add", idle=True)
 
-    def took_item(self) -> None:
-        self.head = None
-
-    def wake_next(self) -> None:
-        """Called before the current worker blocks: hand ``Get`` to the longest-idle worker."""
-        if self.head is None and self._idle:
-            name, ev = self._idle.popleft()
-            self.head = name
-            ev.set()
+    def signal(self) -> None:
+        if self._waiters and self._queue.queued:
+            self._waiters.popleft().set()
 
 
 class PodGroupCache:
@@ -170,6 +190,9 @@ class PodGroupCache:
 
     def __init__(self) -> None:
         self.phase: dict[str, str] = {}
+
+    def get_phase(self, key: str) -> str | None:
+        return self.phase.get(key)
 
 
 class QueueController:
@@ -179,7 +202,7 @@ class QueueController:
         self,
         world: World,
         api: APIServer,
-        pgs: PodGroupCache,
+        pg_phase: Callable[[str], str | None],
         *,
         fixed: bool,
         workers: int = 5,
@@ -195,15 +218,15 @@ class QueueController:
         self.api_latency = api_latency
         # DefaultControllerRateLimiter(), with a handle on the bucket for the reservation-delay oracle
         self.bucket = BucketRateLimiter(world, 10.0, 100)
-        self.queue: WorkQueue[Request] = WorkQueue(
+        self.queue = SignallingWorkQueue(
             world, CONTROLLER, MaxOfRateLimiter(ItemExponentialFailureRateLimiter(0.005, 1000.0), self.bucket)
         )
         self.queue_informer = Informer(world, api, "Queue", name=f"{CONTROLLER}/informer/Queue", latency=lister_delay)
         self.queue_informer.add_event_handler(on_add=self.add_queue)
-        self.pg_lister = pgs
+        #: pgLister.PodGroups(ns).Get(name).Status.Phase, or None when not found
+        self.pg_phase = pg_phase
         #: c.podGroups: queue name -> PodGroup keys (insertion-ordered, as a set)
         self.pod_groups: dict[str, dict[str, None]] = {}
-        self.idle = IdleWorkers(world)
         self._serial = 0
         self._requests = 0
         # counters the oracles read
@@ -250,12 +273,11 @@ class QueueController:
         if index < self.workers:
             self.world.spawn(f"{CONTROLLER}/worker-{index + 1}", self.worker, index + 1, daemon=True)
         while True:
-            await self.idle.join(name)
+            await self.queue.cond.wait_for_item(name)
             await self.process_next_work_item()
 
     async def process_next_work_item(self) -> None:
         req = await self.queue.get()
-        self.idle.took_item()
         err: ApiError | None = None
         try:
             await self.handle_queue(req)
@@ -292,7 +314,7 @@ class QueueController:
             counts["completed"] = 0
         keys = self.pod_groups.get(queue_name, {})
         for key in list(keys):
-            phase = self.pg_lister.phase.get(key)
+            phase = self.pg_phase(key)
             if phase is None:
                 del keys[key]  # "podGroup not found, skip it and continue to sync cache"
                 continue
@@ -334,10 +356,10 @@ class QueueController:
             raise
 
     async def _before_request(self) -> None:
-        # about to block in an API call: let the longest-idle worker take over Get
-        self.idle.wake_next()
-        self._requests += 1
-        await self.world.sleep(self.api_latency * _jitter(self._requests), f"{CONTROLLER} request in flight")
+        # the request travels to the apiserver; its RV check happens on arrival
+        if self.api_latency > 0:
+            self._requests += 1
+            await self.world.sleep(self.api_latency * _jitter(self._requests), f"{CONTROLLER} request in flight")
 
 
 class Scheduler:
@@ -470,7 +492,7 @@ async def queue_backlog(
     controller = QueueController(
         world,
         api,
-        pgs,
+        pgs.get_phase,
         fixed=fixed,
         workers=workers,
         max_requeue_num=max_requeue_num,

@@ -107,3 +107,45 @@ async def slow_liveness(world: World, *, fixed: bool = False) -> None:
     world.spawn("j2", job, "j2", 2)
     for name in ("j1", "j2"):
         world.eventually(lambda n=name: n in done, within=10.0, name=f"{name} done within 10 s")
+
+
+# ----------------------------------------------------------------- a machine
+from harness.stateful import RaceMachine, integers, rule  # noqa: E402
+
+
+class DepositMachine(RaceMachine):
+    """User deposits spawn background writers that read-modify-write a balance.
+
+    Buggy: a writer reads, yields, writes (lost update between two writers).
+    Fixed: writers hold a lock. Minimal program: two deposits + 1 deviation.
+    """
+
+    max_rules = 4
+
+    async def setup(self) -> None:
+        self.balance = 0
+        self.expected = 0
+        self.lock = self.world.Lock()
+        self.world.at_end(
+            lambda: self.balance == self.expected or f"balance {self.balance} != deposited {self.expected}",
+            "every deposit lands",
+        )
+
+    async def _writer(self, amount: int) -> None:
+        if self.fixed:
+            await self.lock.acquire()
+        await self.world.step("read balance", key="balance")
+        seen = self.balance
+        await self.world.step("write balance", key="balance")
+        self.balance = seen + amount
+        if self.fixed:
+            self.lock.release()
+
+    @rule(amount=integers(1, 3))
+    async def deposit(self, amount: int) -> None:
+        self.expected += amount
+        self.world.spawn("writer", self._writer, amount)
+
+    @rule()
+    async def audit(self) -> None:
+        await self.world.step("audit")

@@ -26,7 +26,14 @@ Scenario = Callable[..., Awaitable[object]]
 
 
 def scenario_ref(scenario: Scenario) -> str:
-    """``module:qualname`` of a scenario, as stored in trace files."""
+    """``module:qualname`` of a scenario, as stored in trace files.
+
+    A classmethod bound to a subclass (``Machine.scenario``) is named after the
+    subclass, not the base class that defines it.
+    """
+    owner = getattr(scenario, "__self__", None)
+    if isinstance(owner, type):
+        return f"{owner.__module__}:{owner.__qualname__}.{scenario.__name__}"
     return f"{scenario.__module__}:{scenario.__qualname__}"
 
 

@@ -1,0 +1,5 @@
+"""``python -m harness``: see :mod:`harness.cli`."""
+
+from .cli import main
+
+raise SystemExit(main())

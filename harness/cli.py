@@ -1,0 +1,199 @@
+"""``python -m harness``: list the documented races, hunt them, replay a counterexample.
+
+Exit codes: 0 when every buggy variant was found and every fixed variant came
+out clean (known-open cases excepted and listed), 1 otherwise (or a replay
+that diverged), 2 on bad usage or a bad input file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from ._errors import HarnessError, ReplayDivergence, TraceFileError, UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog="python -m harness", description="Reproduce, find and explain controller races.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.add_parser("list", help="the documented races, one per line, with their upstream reference")
+    h = sub.add_parser("hunt", help="hunt the documented races (all by default), write reports/")
+    h.add_argument("races", nargs="*", metavar="RACE", help="race names (see 'list'); default: all")
+    h.add_argument("--variant", choices=("buggy", "fixed", "both"), default="both")
+    h.add_argument("--strategy", default=None, help="random, pct[:DEPTH], hypothesis, exhaustive[:K] (default: per race)")
+    h.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
+    h.add_argument("--budget", default=None, help="RUNS (e.g. 500) or SECONDSs (e.g. 30s); default: per race")
+    h.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
+    h.add_argument("--report-dir", default="reports", metavar="DIR", help="where traces and HTML go (default reports/)")
+    r = sub.add_parser("replay", help="replay a saved counterexample and print its steps")
+    r.add_argument("file", metavar="FILE")
+    r.add_argument("--json", action="store_true", help='print {"violation", "steps", "digest"}')
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "list":
+            return _list()
+        if args.command == "hunt":
+            return _hunt(args)
+        if args.command == "replay":
+            return _replay(args)
+        parser.print_help()
+        return 2
+    except (UsageError, TraceFileError) as exc:
+        print(f"python -m harness {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ReplayDivergence as exc:
+        print(f"python -m harness replay: {exc}", file=sys.stderr)
+        return 1
+
+
+def _list() -> int:
+    from races import REGISTRY
+
+    width = max((len(n) for n in REGISTRY), default=10)
+    for name, race in REGISTRY.items():
+        tag = "  [known open]" if race.known_open else ""
+        print(f"{name:<{width}}  {race.upstream}  {race.title}{tag}")
+    return 0
+
+
+def _hunt(args: argparse.Namespace) -> int:
+    from races import REGISTRY
+
+    from .explore import Budget, explore, make_strategy
+    from .report import ReportEntry, ensure_report_dir, render_summary, slug, write_counterexample_html, write_index
+
+    names = list(args.races) or list(REGISTRY)
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        raise UsageError(f"unknown race {unknown[0]!r}; choose from: {', '.join(REGISTRY)}")
+    budget = Budget.parse(args.budget) if args.budget is not None else None
+    if args.strategy is not None:
+        make_strategy(args.strategy, seed=args.seed)  # validate before any work
+    variants = ["buggy", "fixed"] if args.variant == "both" else [args.variant]
+    out_dir = ensure_report_dir(args.report_dir)
+    entries: list[ReportEntry] = []
+    console = None
+    if not args.json:
+        from rich.console import Console
+
+        console = Console()
+    try:
+        for name in names:
+            race = REGISTRY[name]
+            for variant in variants:
+                result = explore(
+                    race.scenario,
+                    strategy=args.strategy or race.strategy,
+                    budget=budget or Budget(runs=race.budget),
+                    seed=args.seed,
+                    fixed=variant == "fixed",
+                    **race.params,
+                )
+                cx = result.counterexample
+                json_path = html_path = None
+                if cx is not None:
+                    cx.meta.update(race=name, variant=variant, known_open=race.known_open, upstream=race.upstream)
+                    base = out_dir / slug(f"{name}-{variant}")
+                    cx.save(base.with_suffix(".json"))
+                    json_path = str(base.with_suffix(".json"))
+                    try:
+                        write_counterexample_html(
+                            cx,
+                            base.with_suffix(".html"),
+                            title=f"{name} ({variant}): {race.title}",
+                            upstream=race.upstream,
+                            seed=args.seed,
+                            replay_command=cx.replay_command(json_path),
+                        )
+                        html_path = str(base.with_suffix(".html"))
+                    except Exception as exc:  # noqa: BLE001 - the trace is saved; say why the page is not
+                        print(f"warning: could not write the HTML report for {name} ({variant}): {exc}", file=sys.stderr)
+                entry = ReportEntry(
+                    name=name,
+                    variant=variant,
+                    verdict=result.verdict,
+                    outcome=result.outcome,
+                    found=cx is not None,
+                    runs=result.runs,
+                    seconds=result.seconds,
+                    deviations=cx.deviations if cx else None,
+                    steps=cx.steps if cx else None,
+                    upstream=race.upstream,
+                    known_open=race.known_open,
+                    json_path=json_path,
+                    html_path=html_path,
+                    seed=args.seed,
+                )
+                entries.append(entry)
+                if args.json:
+                    print(json.dumps(_json_line(entry)), flush=True)
+                elif console is not None:
+                    mark = "ok" if entry.expected else "UNEXPECTED"
+                    console.print(f"[{mark}] {name} ({variant}): {result.outcome}", markup=False, highlight=False)
+                if result.verdict == "interrupted":
+                    raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        print("interrupted: the races hunted so far are kept in the index", file=sys.stderr)
+    index = write_index(entries, out_dir)
+    if console is not None:
+        render_summary(entries, console)
+        opened = [e for e in entries if e.known_open and e.found]
+        for e in opened:
+            console.print(f"known open upstream: {e.name} ({e.variant}) still fails, as documented", markup=False)
+        console.print(f"report: {index}", markup=False, highlight=False)
+    ok = all(e.expected for e in entries) and len(entries) == len(names) * len(variants)
+    return 0 if ok else 1
+
+
+def _json_line(e: Any) -> dict[str, Any]:
+    return {
+        "race": e.name,
+        "variant": e.variant,
+        "found": e.found,
+        "verdict": e.verdict,
+        "runs": e.runs,
+        "seconds": round(e.seconds, 3),
+        "deviations": e.deviations,
+        "steps": e.steps,
+        "trace": e.json_path,
+        "known_open": e.known_open,
+    }
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from .explore import Counterexample
+
+    cx = Counterexample.load(args.file)
+    try:
+        out = cx.replay()
+    except HarnessError:
+        raise
+    except Exception as exc:  # the scenario itself could not be imported or run
+        raise TraceFileError(f"{args.file} could not be replayed: {type(exc).__name__}: {exc}") from None
+    violation = out.violation.describe() if out.violation else None
+    if args.json:
+        print(json.dumps({"violation": violation, "steps": out.steps, "digest": out.trace.digest()}))
+    else:
+        print(f"replaying {cx.scenario}({', '.join(f'{k}={v!r}' for k, v in cx.params.items())})")
+        print(out.trace.render())
+        print(f"=> {violation or 'no violation'}")
+        print(f"{out.deviations} deviations, {out.steps} steps, digest {out.trace.digest()[:16]}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,638 @@
+"""Volcano: a stale deleted-job retry removes a new PodGroup's job from the scheduler cache.
+
+Two races share this model of a Deployment's ReplicaSet scheduled by Volcano:
+
+``volcano_deleted_jobs`` -- volcano-sh/volcano#3374, fix PR #3375, commit ``2832dfe1``
+("fix podgroup retry"; cherry-pick #3376). Design spec: ``upstream-races.md`` section 4.
+The scheduler cache queues **pointers** (``*JobInfo``) in its rate-limited
+``DeletedJobs`` queue. ``processCleanupJob`` judges ``JobTerminated`` on the queued
+pointer but deletes ``sc.Jobs[key]`` by key. A failed cleanup (the PodGroup is gone but
+the terminating pod is still a task) leaves a rate-limited re-add waiting; neither the
+later successful cleanup nor ``Forget`` cancels it, so it fires after the same key was
+re-populated by a new PodGroup and deletes the **new** job: its pod stays Pending.
+The fix gives ``JobInfo`` a ``PgUID`` (set by ``SetPodGroup``, kept by
+``UnsetPodGroup``) and deletes only when the cached job's ``PgUID`` equals the queued one's.
+
+``volcano_deleted_jobs_api`` -- the API-level form: volcano-sh/volcano#3563, fix PR #3561
+(merge ``ed254101``; cherry-picks #3572, #3574). The pg-controller deletes
+``podgroup-<rs.UID>`` **by name** on every ReplicaSet event with ``replicas == 0``; a
+stale such event handled after a scale-up deletes the PodGroup the pod worker just
+created, and the pod (already annotated with the group name) is never given a new one.
+The upstream fix does *not* add a delete precondition: on a ReplicaSet event with
+``replicas > 0`` it lists the ReplicaSet's pods and calls ``createNormalPodPGIfNotExist``
+for the first one, which consults the (possibly stale) PodGroup lister.
+
+Modelled from volcano-sh/volcano at ``2832dfe1^`` (and ``ed254101`` for #3561), read there:
+
+* ``pkg/scheduler/cache/cache.go`` ``deleteJob``/``retryDeleteJob``/``processCleanupJob``
+  (one goroutine), ``Snapshot``, ``Bind`` -> :class:`SchedulerCache`, :class:`Scheduler`;
+* ``pkg/scheduler/cache/event_handlers.go`` ``getOrCreateJob``, ``addTask``, ``addPod``,
+  ``updatePod`` (``deletePod(old)`` then ``addPod(new)``), ``deletePod``, ``deleteTask``,
+  ``setPodGroup``, ``deletePodGroup`` -> same names on :class:`SchedulerCache`;
+* ``pkg/scheduler/api/job_info.go`` ``JobInfo``, ``SetPodGroup``, ``UnsetPodGroup``;
+  ``helpers.go`` ``JobTerminated``, ``getTaskStatus``;
+* ``pkg/controllers/podgroup/pg_controller.go`` ``processNextReq`` and
+  ``pg_controller_handler.go`` ``addPod``, ``addReplicaSet``/``updateReplicaSet``,
+  ``createNormalPodPGIfNotExist``, ``updatePodAnnotations`` -> :class:`PodGroupController`.
+
+Not Volcano, simplified: the ReplicaSet controller (:class:`ReplicaSetController`) reads
+the ReplicaSet and its pods with live GET/LIST instead of listers plus expectations;
+the scheduler's session only binds pending tasks of jobs that have a PodGroup (no
+plugins, no PodGroup status writes); binding is a patch of ``spec.nodeName``; the pod's
+container ignores SIGTERM, so the kubelet removes it when the grace period expires.
+
+The user's operations are methods of :class:`Cluster` (``scale_to``, ``wait``,
+``wait_until_bound``, ``wait_until_pods_gone``, ``delete_pod``) so that a stateful
+machine can drive them; :func:`scenario` is the issue's fixed sequence 1 -> 0 -> 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from harness.kube import (
+    AlreadyExists,
+    APIServer,
+    ApiError,
+    Conflict,
+    Controller,
+    DeletedFinalStateUnknown,
+    Informer,
+    KubeObject,
+    NotFound,
+    WorkQueue,
+    controller_ref,
+)
+from harness.sim import World
+from races._registry import Race
+
+NAMESPACE = "default"
+RS_NAME = "rs1"
+SCHEDULER_NAME = "volcano"
+NODE = "node-1"
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"  # scheduling.KubeGroupNameAnnotationKey
+PODGROUP_NAME_PREFIX = "podgroup-"  # batchv1alpha1.PodgroupNamePrefix
+
+
+# ----------------------------------------------------------------- api types
+def task_status(pod: KubeObject) -> str:
+    """``getTaskStatus`` (``pkg/scheduler/api/helpers.go``) for the phases the model uses."""
+    phase = pod.status.get("phase", "Pending")
+    if pod.deletion_timestamp is not None and phase in ("Pending", "Running"):
+        return "Releasing"
+    if phase == "Pending":
+        return "Bound" if pod.spec.get("nodeName") else "Pending"
+    return str(phase)
+
+
+class TaskInfo:
+    """``api.TaskInfo``: ``Job`` comes from the group-name annotation."""
+
+    __slots__ = ("uid", "name", "namespace", "job", "status")
+
+    def __init__(self, pod: KubeObject) -> None:
+        self.uid = pod.uid
+        self.name = pod.name
+        self.namespace = pod.namespace
+        group = pod.annotations.get(GROUP_NAME_ANNOTATION, "")
+        self.job = f"{pod.namespace}/{group}" if group else ""
+        self.status = task_status(pod)
+
+
+class JobInfo:
+    """``api.JobInfo``. A plain class: equality and hashing are by identity, like the
+    ``*JobInfo`` pointers in ``DeletedJobs`` (two incarnations never deduplicate)."""
+
+    def __init__(self, uid: str) -> None:
+        self.uid = uid  # JobID = namespace/podgroup-name: reused across scale cycles
+        self.pg_uid = ""  # volcano#3375: set by SetPodGroup, kept by UnsetPodGroup
+        self.pod_group: KubeObject | None = None
+        self.min_available = 0
+        self.tasks: dict[str, TaskInfo] = {}
+
+    @property
+    def key(self) -> str:
+        return self.uid
+
+    def __str__(self) -> str:  # the work-queue trace label; identity stays the default
+        return f"JobInfo {self.uid} (PgUID {self.pg_uid or '-'})"
+
+    def set_pod_group(self, pg: KubeObject) -> None:
+        self.min_available = int(pg.spec.get("minMember", 0))
+        self.pg_uid = pg.uid
+        self.pod_group = pg
+
+    def unset_pod_group(self) -> None:
+        self.pod_group = None
+
+    def add_task_info(self, ti: TaskInfo) -> None:
+        self.tasks[ti.uid] = ti
+
+    def delete_task_info(self, ti: TaskInfo) -> None:
+        self.tasks.pop(ti.uid, None)
+
+    def clone(self) -> JobInfo:
+        out = JobInfo(self.uid)
+        out.pg_uid = self.pg_uid
+        out.min_available = self.min_available
+        out.pod_group = self.pod_group
+        out.tasks = dict(self.tasks)
+        return out
+
+
+def job_terminated(job: JobInfo) -> bool:
+    """``JobTerminated``: ``PodGroup == nil && len(Tasks) == 0``."""
+    return job.pod_group is None and not job.tasks
+
+
+# ------------------------------------------------------------ the scheduler
+class SchedulerCache:
+    """``SchedulerCache``: ``Jobs`` from the Pod and PodGroup informers, and ``DeletedJobs``.
+
+    Handlers run under ``sc.Mutex`` upstream; here each runs inside one scheduled step,
+    which is the same atomicity. ``fixed`` switches ``processCleanupJob`` to volcano#3375.
+    """
+
+    def __init__(self, world: World, pods: Informer, pod_groups: Informer, *, fixed: bool) -> None:
+        self._world = world
+        self.fixed = fixed
+        self.jobs: dict[str, JobInfo] = {}
+        # workqueue.NewRateLimitingQueue(DefaultControllerRateLimiter()) of *JobInfo
+        self.deleted_jobs: WorkQueue[JobInfo] = WorkQueue(world, "DeletedJobs")
+        #: oracle food: every removal of a sc.Jobs entry the cleanup should not have made
+        self.wrong_deletions: list[str] = []
+        pods.add_event_handler(self.add_pod, self.update_pod, self.delete_pod)
+        pod_groups.add_event_handler(self.add_pod_group, self.update_pod_group, self.delete_pod_group)
+
+    # ---- pods
+    def get_or_create_job(self, ti: TaskInfo) -> JobInfo | None:
+        if not ti.job:
+            return None  # no group-name annotation yet (the pg-controller adds it)
+        if ti.job not in self.jobs:
+            self.jobs[ti.job] = JobInfo(ti.job)
+        return self.jobs[ti.job]
+
+    def add_task(self, ti: TaskInfo) -> None:
+        job = self.get_or_create_job(ti)
+        if job is not None:
+            job.add_task_info(ti)
+
+    def add_pod(self, pod: KubeObject) -> None:
+        self.add_task(TaskInfo(pod))
+
+    def update_pod(self, old: KubeObject, new: KubeObject) -> None:
+        """``updatePod``: ``deletePod(old)`` (which may queue the job!) then ``addPod(new)``."""
+        self._delete_pod(old)
+        self.add_pod(new)
+
+    def delete_task(self, ti: TaskInfo) -> None:
+        job = self.jobs.get(ti.job) if ti.job else None
+        if job is not None:
+            job.delete_task_info(ti)
+
+    def _delete_pod(self, pod: KubeObject) -> None:
+        ti = TaskInfo(pod)
+        self.delete_task(ti)
+        job = self.jobs.get(ti.job)
+        if job is not None and job_terminated(job):
+            self.delete_job(job)
+
+    def delete_pod(self, obj: KubeObject | DeletedFinalStateUnknown) -> None:
+        self._delete_pod(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
+
+    # ---- pod groups
+    def set_pod_group(self, pg: KubeObject) -> None:
+        """``setPodGroup``: a **new** JobInfo whenever the key is absent."""
+        job_id = f"{pg.namespace}/{pg.name}"
+        if job_id not in self.jobs:
+            self.jobs[job_id] = JobInfo(job_id)
+        self.jobs[job_id].set_pod_group(pg)
+
+    def add_pod_group(self, pg: KubeObject) -> None:
+        self.set_pod_group(pg)
+
+    def update_pod_group(self, old: KubeObject, new: KubeObject) -> None:
+        if old.resource_version != new.resource_version:
+            self.set_pod_group(new)
+
+    def delete_pod_group(self, obj: KubeObject | DeletedFinalStateUnknown) -> None:
+        pg = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        job = self.jobs.get(f"{pg.namespace}/{pg.name}")
+        if job is None:
+            return  # "can not found job"
+        job.unset_pod_group()
+        self.delete_job(job)
+
+    # ---- DeletedJobs
+    def delete_job(self, job: JobInfo) -> None:
+        self.deleted_jobs.add(job)
+
+    def retry_delete_job(self, job: JobInfo) -> None:
+        self.deleted_jobs.add_rate_limited(job)
+
+    async def run_cleanup(self) -> None:
+        """``wait.Until(sc.processCleanupJob, 0, stopCh)``: one goroutine."""
+        while True:
+            job = await self.deleted_jobs.get()
+            self.process_cleanup_job(job)
+
+    def process_cleanup_job(self, job: JobInfo) -> None:
+        try:
+            if not job_terminated(job):
+                self.retry_delete_job(job)
+                return
+            cur = self.jobs.get(job.uid)
+            if cur is None:
+                self.deleted_jobs.forget(job)
+                return
+            if self.fixed and cur.pg_uid != job.pg_uid:
+                # volcano#3375: "Just add pguid:<new>, try to delete pguid:<old>": keep the new job
+                self.deleted_jobs.forget(job)
+                return
+            if cur is not job or cur.pod_group is not None:
+                self.wrong_deletions.append(
+                    f"processCleanupJob dequeued {job} but deleted sc.Jobs[{job.uid}] = {cur} "
+                    f"(PodGroup {'set' if cur.pod_group is not None else 'nil'}, {len(cur.tasks)} task(s)) "
+                    "at t={:g}".format(self._world.now)
+                )
+            del self.jobs[job.uid]
+            self.deleted_jobs.forget(job)
+        finally:
+            self.deleted_jobs.done(job)
+
+    def snapshot(self) -> list[JobInfo]:
+        """``Snapshot``: jobs without a PodGroup are skipped ("scheduling spec is nil")."""
+        return [job.clone() for job in self.jobs.values() if job.pod_group is not None]
+
+
+class Scheduler:
+    """``runOnce`` every ``period``: snapshot, then bind every pending task of a gang-valid job."""
+
+    def __init__(self, world: World, api: APIServer, cache: SchedulerCache, period: float = 1.0) -> None:
+        self._world = world
+        self.api = api
+        self.cache = cache
+        self.period = period
+
+    async def run(self) -> None:
+        while True:
+            await self._world.sleep(self.period, label="schedule period elapsed")
+            await self.run_once()
+
+    async def run_once(self) -> None:
+        await self._world.step("open session: snapshot the cache")
+        for job in self.cache.snapshot():
+            pending = [t for t in job.tasks.values() if t.status == "Pending"]
+            if not pending or len(job.tasks) < job.min_available:
+                continue
+            for task in pending:
+                await self.bind(job, task)
+
+    async def bind(self, job: JobInfo, task: TaskInfo) -> None:
+        cached = self.cache.jobs.get(job.uid)
+        if cached is not None and task.uid in cached.tasks:
+            cached.tasks[task.uid].status = "Binding"  # cache.AddBindTask
+        try:
+            await self.api.patch("Pod", task.namespace, task.name, {"spec": {"nodeName": NODE}})
+        except NotFound:
+            pass
+
+
+# ------------------------------------------------------------ pg-controller
+class PodGroupController:
+    """``pgcontroller`` for normal pods. ``fixed_3561`` switches ``addReplicaSet`` to PR #3561."""
+
+    def __init__(self, world: World, api: APIServer, *, fixed_3561: bool) -> None:
+        self._world = world
+        self.api = api
+        self.fixed_3561 = fixed_3561
+        self.pods = Informer(world, api, "Pod", name="pg-controller/informer/Pod")
+        self.replica_sets = Informer(world, api, "ReplicaSet", name="pg-controller/informer/ReplicaSet")
+        self.pod_groups = Informer(world, api, "PodGroup", name="pg-controller/informer/PodGroup")
+        self.queue: WorkQueue[tuple[str, str]] = WorkQueue(world, "pg-controller")
+        # The ReplicaSet handler calls the apiserver, so it blocks its listener goroutine:
+        # model the listener as an actor draining the notifications in order.
+        self.rs_events = world.Queue()
+        self.pods.add_event_handler(self.add_pod, None, None)
+        self.replica_sets.add_event_handler(self.rs_events.put_nowait, lambda _o, n: self.rs_events.put_nowait(n))
+
+    def start(self) -> None:
+        for inf in (self.pods, self.replica_sets, self.pod_groups):
+            inf.start()
+        self._world.spawn("pg-controller/worker", self.worker, daemon=True)
+        self._world.spawn("pg-controller/rs-handler", self.rs_handler, daemon=True)
+
+    def add_pod(self, pod: KubeObject) -> None:
+        self.queue.add((pod.namespace, pod.name))
+
+    async def rs_handler(self) -> None:
+        while True:
+            rs = await self.rs_events.get("pg-controller/rs-handler wait for ReplicaSet event")
+            await self.add_replica_set(rs)
+
+    async def add_replica_set(self, rs: KubeObject) -> None:
+        """``addReplicaSet`` (``updateReplicaSet`` calls it with the new object)."""
+        replicas = int(rs.spec.get("replicas", 1))
+        pg_name = PODGROUP_NAME_PREFIX + rs.uid
+        if replicas == 0:
+            try:
+                await self.api.delete("PodGroup", rs.namespace, pg_name)  # by name: no preconditions
+            except NotFound:
+                pass
+        if self.fixed_3561 and replicas > 0:
+            # PR #3561: "the addReplicaSet(replicas=0) event may be received before the
+            # updateReplicaSet(replicas=1) event": list the pods and create the PodGroup if missing.
+            pods = await self.api.list("Pod", rs.namespace, rs.spec.get("selector"))
+            if pods:
+                try:
+                    await self.create_normal_pod_pg_if_not_exist(pods[0])
+                except ApiError:
+                    pass
+
+    async def worker(self) -> None:
+        while True:
+            req = await self.queue.get()
+            try:
+                await self.process_next_req(req)
+            finally:
+                self.queue.done(req)
+
+    async def process_next_req(self, req: tuple[str, str]) -> None:
+        pod = self.pods.lister.try_get(*req)
+        if pod is None or pod.spec.get("schedulerName") != SCHEDULER_NAME:
+            return
+        if pod.annotations.get(GROUP_NAME_ANNOTATION):
+            return  # "has created podgroup"
+        try:
+            await self.create_normal_pod_pg_if_not_exist(pod)
+        except ApiError:
+            self.queue.add_rate_limited(req)
+            return
+        self.queue.forget(req)
+
+    async def create_normal_pod_pg_if_not_exist(self, pod: KubeObject) -> None:
+        owner = pod.controller_owner()
+        pg_name = PODGROUP_NAME_PREFIX + (owner.uid if owner is not None else pod.uid)  # GeneratePodgroupName
+        if self.pod_groups.lister.try_get(pod.namespace, pg_name) is None:
+            pg = KubeObject(
+                "PodGroup",
+                pod.namespace,
+                pg_name,
+                owner_references=list(pod.owner_references) or [controller_ref(pod)],
+                spec={"minMember": 1},
+                status={"phase": "Pending"},
+            )
+            try:
+                await self.api.create(pg)
+            except AlreadyExists:
+                pass
+        await self.update_pod_annotations(pod, pg_name)
+
+    async def update_pod_annotations(self, pod: KubeObject, pg_name: str) -> None:
+        if not pod.annotations.get(GROUP_NAME_ANNOTATION):
+            await self.api.patch(
+                "Pod", pod.namespace, pod.name, {"metadata": {"annotations": {GROUP_NAME_ANNOTATION: pg_name}}}
+            )
+
+
+# ---------------------------------------------------- ReplicaSet controller
+class ReplicaSetController:
+    """kube-controller-manager's ReplicaSet controller, reduced to what the race needs.
+
+    ``status_updates`` writes ``status.replicas`` after each sync, as upstream does;
+    each write is one more ReplicaSet MODIFIED event carrying the current spec.
+    """
+
+    def __init__(self, world: World, api: APIServer, *, grace: int, status_updates: bool) -> None:
+        self._world = world
+        self.api = api
+        self.grace = grace
+        self.status_updates = status_updates
+        self.replica_sets = Informer(world, api, "ReplicaSet", name="replicaset-controller/informer/ReplicaSet")
+        self.pods = Informer(world, api, "Pod", name="replicaset-controller/informer/Pod")
+        self.controller: Controller[str] = Controller(world, "replicaset-controller", self.sync_replica_set)
+        self.replica_sets.add_event_handler(
+            lambda rs: self.controller.enqueue(rs.key), lambda _o, rs: self.controller.enqueue(rs.key), None
+        )
+        self.pods.add_event_handler(None, None, self._on_pod_delete)
+        self.created = 0
+
+    def _on_pod_delete(self, obj: KubeObject | DeletedFinalStateUnknown) -> None:
+        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        owner = pod.controller_owner()
+        if owner is not None:
+            self.controller.enqueue(f"{pod.namespace}/{owner.name}")
+
+    def start(self) -> None:
+        self.replica_sets.start()
+        self.pods.start()
+        self.controller.start()
+
+    async def sync_replica_set(self, key: str) -> None:
+        ns, name = key.split("/", 1)
+        try:
+            rs = await self.api.get("ReplicaSet", ns, name)
+        except NotFound:
+            return
+        pods = await self.api.list("Pod", ns, rs.spec.get("selector"))
+        active = [p for p in pods if p.deletion_timestamp is None and p.controller_owner() is not None]
+        active = [p for p in active if p.controller_owner().uid == rs.uid]  # type: ignore[union-attr]
+        want = int(rs.spec.get("replicas", 1))
+        for _ in range(want - len(active)):
+            self.created += 1
+            await self.api.create(
+                KubeObject(
+                    "Pod",
+                    ns,
+                    f"{name}-{self.created}",
+                    labels=dict(rs.spec.get("selector") or {}),
+                    owner_references=[controller_ref(rs)],
+                    spec={"schedulerName": SCHEDULER_NAME, "terminationGracePeriodSeconds": self.grace},
+                    status={"phase": "Pending"},
+                )
+            )
+        for pod in active[want:] if want < len(active) else []:
+            try:
+                await self.api.delete("Pod", ns, pod.name, uid=pod.uid)
+            except (NotFound, Conflict):
+                pass
+        if self.status_updates and rs.status.get("replicas") != min(want, len(active)) + max(0, want - len(active)):
+            rs.status["replicas"] = want
+            await self.api.update_status(rs)
+
+
+# -------------------------------------------------------------------- cluster
+class Cluster:
+    """The system under test plus the user's operations (each an async method)."""
+
+    def __init__(
+        self,
+        world: World,
+        *,
+        fixed: bool = False,
+        fixed_3561: bool = False,
+        grace: int = 30,
+        status_updates: bool = False,
+        poll: float = 1.0,
+    ) -> None:
+        self.world = world
+        self.api = APIServer(world)
+        self.poll = poll
+        self.rs_controller = ReplicaSetController(world, self.api, grace=grace, status_updates=status_updates)
+        self.pg_controller = PodGroupController(world, self.api, fixed_3561=fixed_3561)
+        pods = Informer(world, self.api, "Pod", name="scheduler/informer/Pod")
+        pod_groups = Informer(world, self.api, "PodGroup", name="scheduler/informer/PodGroup")
+        self._scheduler_informers = (pods, pod_groups)
+        self.cache = SchedulerCache(world, pods, pod_groups, fixed=fixed)
+        self.scheduler = Scheduler(world, self.api, self.cache)
+        self.rs_uid = ""
+
+    async def start(self, replicas: int = 1) -> None:
+        """Create the ReplicaSet and start every controller."""
+        rs = await self.api.create(
+            KubeObject(
+                "ReplicaSet",
+                NAMESPACE,
+                RS_NAME,
+                spec={"replicas": replicas, "selector": {"app": RS_NAME}},
+                status={"replicas": 0},
+            )
+        )
+        self.rs_uid = rs.uid
+        self.rs_controller.start()
+        self.pg_controller.start()
+        for inf in self._scheduler_informers:
+            inf.start()
+        self.world.spawn("scheduler/cleanup-job", self.cache.run_cleanup, daemon=True)
+        self.world.spawn("scheduler", self.scheduler.run, daemon=True)
+
+    # ---- the user's operations
+    async def scale_to(self, replicas: int) -> None:
+        """``kubectl scale rs/rs1 --replicas=N``."""
+        await self.api.patch("ReplicaSet", NAMESPACE, RS_NAME, {"spec": {"replicas": replicas}})
+
+    async def wait(self, seconds: float) -> None:
+        await self.world.sleep(seconds, label=f"user waits {seconds:g}s")
+
+    async def delete_pod(self, name: str) -> None:
+        try:
+            await self.api.delete("Pod", NAMESPACE, name)
+        except NotFound:
+            pass
+
+    async def wait_until(self, check: Callable[[], bool], what: str, timeout: float = 300.0) -> bool:
+        """``kubectl wait``: poll every ``poll`` seconds; False on timeout."""
+        deadline = self.world.now + timeout
+        while not check():
+            if self.world.now >= deadline:
+                return False
+            await self.world.sleep(self.poll, label=f"user polls: {what}")
+        return True
+
+    async def wait_until_bound(self) -> bool:
+        return await self.wait_until(lambda: bool(self.pods()) and all(self.bound(p) for p in self.pods()), "pods bound")
+
+    async def wait_until_pods_gone(self) -> bool:
+        return await self.wait_until(lambda: not self.pods(), "pods gone")
+
+    # ---- observations (no requests: for the user's polling and the oracles)
+    def pods(self) -> list[KubeObject]:
+        return [p for p in self.api.peek_all("Pod") if p.labels.get("app") == RS_NAME]
+
+    @staticmethod
+    def bound(pod: KubeObject) -> bool:
+        return bool(pod.spec.get("nodeName"))
+
+    def pod_group_name(self) -> str:
+        return PODGROUP_NAME_PREFIX + self.rs_uid
+
+    # ---- oracles
+    def check_cleanup(self) -> str | None:
+        return self.cache.wrong_deletions[0] if self.cache.wrong_deletions else None
+
+    def check_every_pod_group_cached(self) -> str | None:
+        for pg in self.api.peek_all("PodGroup"):
+            job = self.cache.jobs.get(pg.key)
+            if job is None or job.pg_uid != pg.uid:
+                have = "no JobInfo" if job is None else f"{job}"
+                return f"PodGroup {pg.key} ({pg.uid}) exists but the scheduler cache has {have} for it"
+        return None
+
+    def check_pods_have_pod_groups(self) -> str | None:
+        for pod in self.pods():
+            group = pod.annotations.get(GROUP_NAME_ANNOTATION)
+            if group and self.api.peek("PodGroup", pod.namespace, group) is None:
+                return f"Pod {pod.key} is annotated with group {group!r} but that PodGroup does not exist"
+        return None
+
+    def expect_bound_within(self, seconds: float) -> None:
+        """Liveness: a pod of the ReplicaSet is bound within ``seconds`` of now."""
+        since = self.world.now
+
+        def bound() -> str | None:
+            pods = self.pods()
+            if pods and all(self.bound(p) for p in pods):
+                return None
+            return f"no pod of ReplicaSet {RS_NAME} bound since the scale-up at t={since:g}"
+
+        self.world.eventually(bound, within=seconds, name=f"pod bound within {seconds:g}s of the scale-up")
+
+
+#: how long the user pauses between seeing the old pod gone and scaling back up: index 0
+#: (canonical) lets every pending cleanup retry drain; index 1 scales up at once.
+PAUSES = (30.0, 0.0)
+
+
+async def scenario(world: World, *, fixed: bool = False, grace: int = 30) -> None:
+    """volcano#3374: scale 1 -> 0, wait for the pod to go, scale back to 1."""
+    world.horizon = 10_000.0
+    c = Cluster(world, fixed=fixed, grace=grace)
+    world.invariant(c.check_cleanup, "cleanup deletes only its own job")
+    world.at_end(c.check_every_pod_group_cached, "every PodGroup has its JobInfo")
+    await c.start(replicas=1)
+    await c.wait_until_bound()
+    await c.scale_to(0)
+    await c.wait_until_pods_gone()
+    pause = PAUSES[world.choose("user: pause before scaling back up (0: 30 s, 1: none)", len(PAUSES))]
+    if pause:
+        await c.wait(pause)
+    await c.scale_to(1)
+    c.expect_bound_within(10.0)
+    world.horizon = world.now + 15.0
+
+
+async def scenario_api(world: World, *, fixed: bool = False, grace: int = 30) -> None:
+    """volcano#3563 analogue: flap 1 -> 0 -> 1 while a stale ``replicas == 0`` event is queued."""
+    world.horizon = 10_000.0
+    c = Cluster(world, fixed=True, fixed_3561=fixed, grace=grace, status_updates=True)
+    world.at_end(c.check_pods_have_pod_groups, "every pod's PodGroup exists")
+    await c.start(replicas=1)
+    await c.wait_until_bound()
+    await c.scale_to(0)
+    await c.scale_to(1)
+    c.expect_bound_within(10.0)
+    world.horizon = world.now + 15.0
+
+
+RACES = [
+    Race(
+        name="volcano_deleted_jobs",
+        title="Volcano: a stale DeletedJobs retry deletes the new PodGroup's job from the scheduler cache",
+        upstream="volcano-sh/volcano#3374 (fix PR #3375, 2832dfe1)",
+        scenario=scenario,
+        params={},
+        budget=200,
+        strategy="random",
+        known_open=False,
+        key_events=(
+            "delete PodGroup default/podgroup-",
+            "scheduler/informer/PodGroup deliver DELETED",
+            "DeletedJobs ready JobInfo",
+            "scheduler/informer/Pod deliver DELETED default/rs1-1",
+            "user: pause before scaling back up",
+            "create PodGroup default/podgroup-",
+            "scheduler/informer/PodGroup deliver ADDED",
+            "DeletedJobs ready JobInfo",
+        ),
+    ),
+]

@@ -1,0 +1,530 @@
+"""Volcano: the gang plugin writes PodGroup conditions for task-less jobs (volcano-sh/volcano#4011).
+
+Upstream: issue volcano-sh/volcano#4011 "Boundary Condition Considerations in Gang
+Plugin's OnSessionClose"; fix PR #4012, commit ``15ebb45e`` ("skip unavailable jobs
+during the close session step"). Design spec: ``upstream-races.md`` section 3.
+
+Modelled from volcano-sh/volcano at ``15ebb45e^`` (read there):
+
+* ``pkg/scheduler/plugins/gang/gang.go`` ``(*gangPlugin).OnSessionClose``
+  -> :meth:`GangPlugin.on_session_close` (the fix: ``if len(job.Tasks) == 0 { continue }``);
+* ``pkg/scheduler/framework/session.go`` ``openSession``, ``UpdatePodGroupCondition``,
+  ``jobStatus`` -> :func:`open_session`, :meth:`Session.update_pod_group_condition`,
+  :func:`job_status`; ``framework.go`` ``CloseSession``/``closeSession`` -> :func:`close_session`;
+* ``pkg/scheduler/framework/job_updater.go`` ``updateJob``, ``isPodGroupStatusUpdated``,
+  ``isPodGroupConditionsUpdated`` -> :func:`update_job`, :func:`is_pod_group_status_updated`;
+* ``pkg/scheduler/cache/cache.go`` ``Snapshot`` (keeps 0-task jobs, skips ``PodGroup == nil``),
+  ``UpdateJobStatus`` + ``defaultStatusUpdater.UpdatePodGroup`` (a full, RV-checked
+  ``PodGroups(ns).Update``), ``deleteJob``/``retryDeleteJob``/``processCleanupJob``
+  -> :class:`SchedulerCache`;
+* ``pkg/scheduler/cache/event_handlers.go`` ``deletePod`` (``deleteTask``, then ``deleteJob``
+  only if ``JobTerminated``), ``deletePodGroup`` (``UnsetPodGroup`` + ``deleteJob``),
+  ``setPodGroup``, ``addPod``/``updatePod``/``getOrCreateJob``;
+* ``pkg/scheduler/api/job_info.go`` ``JobInfo``, ``IsReady``, ``ReadyTaskNum``, ``FitError``;
+  ``helpers.go`` ``JobTerminated``.
+
+The world: a vcjob ``j1`` (minAvailable 1) that never ran: its pod is Pending (no node
+fits, so the allocate action binds nothing and is not modelled), its PodGroup stays in
+phase Pending. The scheduler's first session writes the usual "1/1 tasks in gang
+unschedulable" condition; later sessions write nothing. A user deletes the vcjob
+(background propagation); the garbage collector deletes the pod and the PodGroup
+(both carry controller refs to the vcjob), and the scheduler's Pod and PodGroup
+informers deliver the two DELETED events on independent streams.
+
+Timing: sessions run every ``schedule_period`` (``--schedule-period``, 1 s). The
+scheduler's watches have a delivery latency ``watch_latency`` and the user deletes the
+vcjob exactly ``watch_latency`` before a session tick, so both DELETED events and the
+tick fall at the same virtual instant and their order is a scheduling decision. In
+the canonical order both events are delivered before the session takes its snapshot
+(the job is then skipped: ``PodGroup == nil``). Delivering the pod's DELETED and then
+opening the session before the PodGroup's DELETED (one deviation) gives a snapshot
+with a 0-task job whose PodGroup is still set: the buggy gang plugin turns it into
+"1/0 tasks in gang unschedulable", the condition differs from the stored one, and the
+job updater sends a PodGroup update for a group that is already gone (404).
+
+Oracles: no PodGroup write for a job with no tasks (the issue's efficiency point); no
+"k/0 tasks" condition is ever persisted; scheduler PodGroup updates never get a 404
+or 409. The phase stays Pending in both variants, so the fixed variant writes
+nothing (the spec's caveat: a Running group would flip to Pending and be written
+even after the fix). Not modelled: the Warning "Unschedulable" event that
+``RecordJobStatusEvent`` emits in both variants, per-task pod condition updates,
+the enqueue/allocate actions and queue status updates.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from harness.kube import (
+    APIServer,
+    Conflict,
+    DeletedFinalStateUnknown,
+    GarbageCollector,
+    Informer,
+    KubeObject,
+    NotFound,
+    WorkQueue,
+    controller_ref,
+    copy_json,
+)
+from harness.sim import World
+from races._registry import Race
+
+NAMESPACE = "default"
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"  # scheduling.KubeGroupNameAnnotationKey
+POD_GROUP_UNSCHEDULABLE = "Unschedulable"  # scheduling.PodGroupUnschedulableType
+POD_GROUP_SCHEDULED = "Scheduled"  # scheduling.PodGroupScheduled
+NOT_ENOUGH_RESOURCES = "NotEnoughResources"  # v1beta1.NotEnoughResourcesReason
+POD_GROUP_NOT_READY = "pod group is not ready"  # scheduling.PodGroupNotReady
+
+#: task statuses (pkg/scheduler/api/types.go) that ReadyTaskNum counts
+_READY = ("Bound", "Binding", "Running", "Allocated", "Succeeded")
+_ALLOCATED = ("Bound", "Binding", "Running", "Allocated")
+_TASKLESS_MESSAGE = re.compile(r"^(\d+)/0 tasks in gang unschedulable")
+
+
+# ----------------------------------------------------------------- api types
+def task_status(pod: KubeObject) -> str:
+    """``getTaskStatus`` (``pkg/scheduler/api/helpers.go``), for the phases the model uses."""
+    phase = pod.status.get("phase", "Pending")
+    if phase == "Running":
+        return "Releasing" if pod.deletion_timestamp is not None else "Running"
+    if phase == "Pending":
+        if pod.deletion_timestamp is not None:
+            return "Releasing"
+        return "Pending" if not pod.spec.get("nodeName") else "Bound"
+    return str(phase)
+
+
+class TaskInfo:
+    """``api.TaskInfo``: a pod as the scheduler sees it."""
+
+    __slots__ = ("uid", "name", "namespace", "job", "status")
+
+    def __init__(self, pod: KubeObject) -> None:
+        self.uid = pod.uid
+        self.name = pod.name
+        self.namespace = pod.namespace
+        group = pod.annotations.get(GROUP_NAME_ANNOTATION, "")
+        self.job = f"{pod.namespace}/{group}" if group else ""
+        self.status = task_status(pod)
+
+
+class JobInfo:
+    """``api.JobInfo``. Identity semantics (a Go pointer): no ``__eq__``/``__hash__``."""
+
+    def __init__(self, uid: str) -> None:
+        self.uid = uid  # JobID: namespace/podgroup-name
+        self.pg_uid = ""
+        self.pod_group: KubeObject | None = None
+        self.min_available = 0
+        self.tasks: dict[str, TaskInfo] = {}
+
+    @property
+    def key(self) -> str:
+        return self.uid
+
+    def __str__(self) -> str:
+        return f"JobInfo {self.uid} (PgUID {self.pg_uid or '-'})"
+
+    def set_pod_group(self, pg: KubeObject) -> None:
+        self.min_available = int(pg.spec.get("minMember", 0))
+        self.pg_uid = pg.uid
+        self.pod_group = pg
+
+    def unset_pod_group(self) -> None:
+        self.pod_group = None
+
+    def add_task_info(self, ti: TaskInfo) -> None:
+        self.tasks[ti.uid] = ti
+
+    def delete_task_info(self, ti: TaskInfo) -> None:
+        self.tasks.pop(ti.uid, None)
+
+    def count(self, *statuses: str) -> int:
+        return sum(1 for t in self.tasks.values() if t.status in statuses)
+
+    def ready_task_num(self) -> int:
+        return self.count(*_READY)
+
+    def is_ready(self) -> bool:
+        return self.ready_task_num() >= self.min_available
+
+    def fit_error(self) -> str:
+        """``FitError``: a histogram of task statuses plus minAvailable, then pending reasons."""
+        reasons: dict[str, int] = {}
+        for t in self.tasks.values():
+            reasons[t.status] = reasons.get(t.status, 0) + 1
+        reasons["minAvailable"] = self.min_available
+        msg = f"{POD_GROUP_NOT_READY}, " + ", ".join(sorted(f"{v} {k}" for k, v in reasons.items()))
+        pending = self.count("Pending")
+        if pending:
+            msg += f"; Pending: {pending} Unschedulable"
+        return msg
+
+    def clone(self) -> JobInfo:
+        out = JobInfo(self.uid)
+        out.pg_uid = self.pg_uid
+        out.min_available = self.min_available
+        out.pod_group = None if self.pod_group is None else self.pod_group.deepcopy()
+        out.tasks = dict(self.tasks)
+        return out
+
+
+def job_terminated(job: JobInfo) -> bool:
+    """``JobTerminated``: ``PodGroup == nil && len(Tasks) == 0``."""
+    return job.pod_group is None and not job.tasks
+
+
+# ---------------------------------------------------------------- the cache
+class SchedulerCache:
+    """``SchedulerCache``: jobs built from the Pod and PodGroup informers, and ``DeletedJobs``."""
+
+    def __init__(self, world: World, api: APIServer, pods: Informer, pod_groups: Informer) -> None:
+        self._world = world
+        self.api = api
+        self.jobs: dict[str, JobInfo] = {}
+        self.deleted_jobs: WorkQueue[JobInfo] = WorkQueue(world, "DeletedJobs")
+        pods.add_event_handler(self.add_pod, self.update_pod, self.delete_pod)
+        pod_groups.add_event_handler(self.add_pod_group, self.update_pod_group, self.delete_pod_group)
+
+    # event_handlers.go: pods
+    def get_or_create_job(self, ti: TaskInfo) -> JobInfo | None:
+        if not ti.job:
+            return None
+        if ti.job not in self.jobs:
+            self.jobs[ti.job] = JobInfo(ti.job)
+        return self.jobs[ti.job]
+
+    def add_task(self, ti: TaskInfo) -> None:
+        job = self.get_or_create_job(ti)
+        if job is not None:
+            job.add_task_info(ti)
+
+    def add_pod(self, pod: KubeObject) -> None:
+        self.add_task(TaskInfo(pod))
+
+    def update_pod(self, old: KubeObject, new: KubeObject) -> None:
+        self._delete_pod(old)
+        self.add_pod(new)
+
+    def delete_task(self, ti: TaskInfo) -> None:
+        job = self.jobs.get(ti.job) if ti.job else None
+        if job is not None:
+            job.delete_task_info(ti)
+
+    def _delete_pod(self, pod: KubeObject) -> None:
+        ti = TaskInfo(pod)
+        self.delete_task(ti)
+        job = self.jobs.get(ti.job)
+        if job is not None and job_terminated(job):
+            self.delete_job(job)
+
+    def delete_pod(self, obj: KubeObject | DeletedFinalStateUnknown) -> None:
+        self._delete_pod(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
+
+    # event_handlers.go: pod groups
+    def set_pod_group(self, pg: KubeObject) -> None:
+        job_id = f"{pg.namespace}/{pg.name}"
+        if job_id not in self.jobs:
+            self.jobs[job_id] = JobInfo(job_id)
+        self.jobs[job_id].set_pod_group(pg)
+
+    def add_pod_group(self, pg: KubeObject) -> None:
+        self.set_pod_group(pg)
+
+    def update_pod_group(self, old: KubeObject, new: KubeObject) -> None:
+        if old.resource_version != new.resource_version:
+            self.set_pod_group(new)
+
+    def delete_pod_group(self, obj: KubeObject | DeletedFinalStateUnknown) -> None:
+        pg = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        job = self.jobs.get(f"{pg.namespace}/{pg.name}")
+        if job is None:
+            return
+        job.unset_pod_group()
+        self.delete_job(job)
+
+    # cache.go: deleted jobs (at 15ebb45e^ this already carries the PgUID check of volcano#3375)
+    def delete_job(self, job: JobInfo) -> None:
+        self.deleted_jobs.add(job)
+
+    async def run_cleanup(self) -> None:
+        while True:
+            job = await self.deleted_jobs.get()
+            self.process_cleanup_job(job)
+
+    def process_cleanup_job(self, job: JobInfo) -> None:
+        try:
+            if job_terminated(job):
+                cur = self.jobs.get(job.uid)
+                if cur is not None and cur.pg_uid == job.pg_uid:
+                    del self.jobs[job.uid]
+                self.deleted_jobs.forget(job)
+            else:
+                self.deleted_jobs.add_rate_limited(job)
+        finally:
+            self.deleted_jobs.done(job)
+
+    def snapshot(self) -> dict[str, JobInfo]:
+        """``Snapshot``: clones every job that has a PodGroup, **including jobs with 0 tasks**."""
+        return {uid: job.clone() for uid, job in self.jobs.items() if job.pod_group is not None}
+
+
+# ------------------------------------------------------------ the framework
+class Session:
+    """``framework.Session``: the snapshot and the PodGroup statuses seen at open."""
+
+    def __init__(self, uid: str, jobs: dict[str, JobInfo]) -> None:
+        self.uid = uid
+        self.jobs = jobs
+        self.pod_group_status: dict[str, dict[str, Any]] = {
+            uid: copy_json(job.pod_group.status) for uid, job in jobs.items() if job.pod_group is not None
+        }
+
+    def update_pod_group_condition(self, job: JobInfo, cond: dict[str, Any]) -> None:
+        """Replace the condition of the same type, or append it (on the session copy)."""
+        assert job.pod_group is not None
+        conds: list[dict[str, Any]] = job.pod_group.status.setdefault("conditions", [])
+        for i, c in enumerate(conds):
+            if c["type"] == cond["type"]:
+                conds[i] = cond
+                return
+        conds.append(cond)
+
+
+def open_session(cache: SchedulerCache, uid: str) -> Session:
+    """``openSession``. Its ``JobValid`` filter runs before the plugins register their
+    ``validJobFn``s, so it drops nothing here: the 0-task job stays in ``ssn.Jobs``."""
+    return Session(uid, cache.snapshot())
+
+
+class GangPlugin:
+    """``gangPlugin``; ``fixed`` is PR #4012: skip jobs with no tasks."""
+
+    def __init__(self, world: World, fixed: bool) -> None:
+        self._world = world
+        self.fixed = fixed
+
+    def on_session_close(self, ssn: Session) -> None:
+        for job in ssn.jobs.values():
+            if self.fixed and not job.tasks:
+                continue  # volcano#4012: skip the jobs that have no tasks
+            if not job.is_ready():
+                # schedulableTaskNum: allocated pending tasks (none: no allocate action) + ReadyTaskNum
+                unready = job.min_available - job.ready_task_num()
+                cond = {
+                    "type": POD_GROUP_UNSCHEDULABLE,
+                    "status": "True",
+                    "lastTransitionTime": self._world.now,
+                    "transitionID": ssn.uid,
+                    "reason": NOT_ENOUGH_RESOURCES,
+                    "message": f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}",
+                }
+            else:
+                cond = {
+                    "type": POD_GROUP_SCHEDULED,
+                    "status": "True",
+                    "lastTransitionTime": self._world.now,
+                    "transitionID": ssn.uid,
+                    "reason": "tasks in gang are ready to be scheduled",
+                    "message": "",
+                }
+            ssn.update_pod_group_condition(job, cond)
+
+
+def job_status(ssn: Session, job: JobInfo) -> dict[str, Any]:
+    """``jobStatus``: recompute phase and counters from the tasks."""
+    assert job.pod_group is not None
+    status = copy_json(job.pod_group.status)
+    unschedulable = any(
+        c["type"] == POD_GROUP_UNSCHEDULABLE and c["status"] == "True" and c["transitionID"] == ssn.uid
+        for c in status.get("conditions", [])
+    )
+    if job.count("Running") and unschedulable:
+        status["phase"] = "Unknown"
+    else:
+        allocated = job.count(*_ALLOCATED, "Succeeded", "Failed")
+        if allocated >= int(job.pod_group.spec.get("minMember", 0)):
+            status["phase"] = "Running"
+        elif job.pod_group.status.get("phase") != "Inqueue":
+            status["phase"] = "Pending"
+    status["running"] = job.count("Running")
+    status["failed"] = job.count("Failed")
+    status["succeeded"] = job.count("Succeeded")
+    return status
+
+
+_IGNORED = ("lastTransitionTime", "transitionID")
+
+
+def is_pod_group_conditions_updated(new: list[dict[str, Any]], old: list[dict[str, Any]]) -> bool:
+    """``isPodGroupConditionsUpdated``: compare by index, ignoring time and TransitionID."""
+    if len(new) != len(old):
+        return True
+    for n, o in zip(new, old, strict=True):
+        if {k: v for k, v in n.items() if k not in _IGNORED} != {k: v for k, v in o.items() if k not in _IGNORED}:
+            return True
+    return False
+
+
+def is_pod_group_status_updated(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """``isPodGroupStatusUpdated``: any non-condition field, or the conditions."""
+    rest_new = {k: v for k, v in new.items() if k != "conditions"}
+    rest_old = {k: v for k, v in old.items() if k != "conditions"}
+    return rest_new != rest_old or is_pod_group_conditions_updated(new.get("conditions", []), old.get("conditions", []))
+
+
+class Scheduler:
+    """``Scheduler.runOnce`` every ``schedule_period``: open, (no actions), close."""
+
+    def __init__(self, world: World, api: APIServer, cache: SchedulerCache, gang: GangPlugin, period: float) -> None:
+        self._world = world
+        self.api = api
+        self.cache = cache
+        self.gang = gang
+        self.period = period
+        self.sessions = 0
+        #: PodGroup writes for jobs that had no tasks in the session, with the condition message sent
+        self.taskless_writes: list[str] = []
+
+    async def run(self) -> None:
+        while True:
+            await self._world.sleep(self.period, label="schedule period elapsed")
+            await self.run_once()
+
+    async def run_once(self) -> None:
+        self.sessions += 1
+        await self._world.step("open session: snapshot the cache")
+        ssn = open_session(self.cache, f"session-{self.sessions}")
+        # CloseSession: plugins' OnSessionClose, then closeSession -> jobUpdater.UpdateAll
+        self.gang.on_session_close(ssn)
+        await close_session(self, ssn)
+
+
+async def close_session(sched: Scheduler, ssn: Session) -> None:
+    """``closeSession``: ``jobUpdater.UpdateAll`` (one job at a time; the model has one job)."""
+    for job in list(ssn.jobs.values()):
+        await update_job(sched, ssn, job)
+
+
+async def update_job(sched: Scheduler, ssn: Session, job: JobInfo) -> None:
+    """``jobUpdater.updateJob`` + ``SchedulerCache.UpdateJobStatus``."""
+    assert job.pod_group is not None
+    job.pod_group.status = job_status(ssn, job)
+    old = ssn.pod_group_status.get(job.uid)
+    update_pg = old is None or is_pod_group_status_updated(job.pod_group.status, old)
+    if not update_pg:
+        return
+    # defaultStatusUpdater.UpdatePodGroup: PodGroups(ns).Update of the whole object. The PodGroup CRD
+    # has no status subresource (``subresources: {}``), so that PUT writes status and is RV-checked;
+    # update_status is the harness call with exactly that effect (the spec is unchanged).
+    answer = "200 OK"
+    try:
+        await sched.api.update_status(job.pod_group)
+    except (NotFound, Conflict) as err:
+        answer = f"{err.code} {err.reason}"  # klog.Errorf("Failed to update job ...") and carry on
+    if not job.tasks:  # the request was sent: record it for the oracle, whatever it returned
+        conds = job.pod_group.status.get("conditions", [])
+        msgs = [c["message"] for c in conds if c["type"] == POD_GROUP_UNSCHEDULABLE]
+        sched.taskless_writes.append(f"condition '{msgs[0] if msgs else ''}', answered {answer}")
+
+
+# ------------------------------------------------------------------ scenario
+async def scenario(
+    world: World,
+    *,
+    fixed: bool = False,
+    schedule_period: float = 1.0,
+    watch_latency: float = 0.125,
+    delete_after_sessions: int = 3,
+) -> None:
+    """Delete a Pending vcjob ``watch_latency`` before a session tick; see the module docstring."""
+    api = APIServer(world)
+    vcjob = await api.create(KubeObject("Job", NAMESPACE, "j1", spec={"minAvailable": 1}))
+    pg_name = f"j1-{vcjob.uid}"
+    await api.create(
+        KubeObject(
+            "PodGroup",
+            NAMESPACE,
+            pg_name,
+            owner_references=[controller_ref(vcjob)],
+            spec={"minMember": 1, "queue": "default"},
+            status={"phase": "Pending", "conditions": []},
+        )
+    )
+    await api.create(
+        KubeObject(
+            "Pod",
+            NAMESPACE,
+            "j1-worker-0",
+            annotations={GROUP_NAME_ANNOTATION: pg_name},
+            owner_references=[controller_ref(vcjob)],
+            spec={"schedulerName": "volcano"},
+            status={"phase": "Pending"},
+        )
+    )
+
+    gc = GarbageCollector(world, api, ["Job", "Pod", "PodGroup"])
+    pods = Informer(world, api, "Pod", name="scheduler/informer/Pod", latency=watch_latency)
+    pod_groups = Informer(world, api, "PodGroup", name="scheduler/informer/PodGroup", latency=watch_latency)
+    cache = SchedulerCache(world, api, pods, pod_groups)
+    sched = Scheduler(world, api, cache, GangPlugin(world, fixed), schedule_period)
+    gc.start()
+    pods.start()
+    pod_groups.start()
+    world.spawn("scheduler/cleanup-job", cache.run_cleanup, daemon=True)
+    world.spawn("scheduler", sched.run, daemon=True)
+
+    delete_at = delete_after_sessions * schedule_period - watch_latency
+    world.horizon = delete_at + 2 * schedule_period + watch_latency
+
+    def no_taskless_writes() -> str | None:
+        if sched.taskless_writes:
+            return (
+                f"the scheduler sent a PodGroup update for job {NAMESPACE}/{pg_name} while the job had no tasks "
+                f"in the session: {sched.taskless_writes[0]} (volcano#4011)"
+            )
+        return None
+
+    def no_taskless_condition_persisted() -> str | None:
+        for pg in api.peek_all("PodGroup"):
+            for c in pg.status.get("conditions", []):
+                if c["type"] == POD_GROUP_UNSCHEDULABLE and _TASKLESS_MESSAGE.match(c["message"]):
+                    return f"PodGroup {pg.key} holds the condition '{c['message']}' computed for a job with no tasks"
+        return None
+
+    def no_failed_pod_group_updates() -> str | None:
+        n404 = api.error_count(404, verb="update_status", kind="PodGroup")
+        n409 = api.error_count(409, verb="update_status", kind="PodGroup")
+        if n404 or n409:
+            return f"scheduler PodGroup updates failed: {n404} x 404 NotFound, {n409} x 409 Conflict"
+        return None
+
+    world.invariant(no_taskless_writes, "no PodGroup write for a job with no tasks")
+    world.invariant(no_taskless_condition_persisted, "no 'k/0 tasks' condition persisted")
+    world.invariant(no_failed_pod_group_updates, "no 404/409 on scheduler PodGroup updates")
+
+    await world.sleep(delete_at, label="user waits")
+    await api.delete("Job", NAMESPACE, "j1", propagation="Background")
+
+
+RACES = [
+    Race(
+        name="volcano_gang_close",
+        title="Volcano gang OnSessionClose writes a '1/0 tasks' condition for a job whose pod is gone",
+        upstream="volcano-sh/volcano#4011 (fix PR #4012, 15ebb45e)",
+        scenario=scenario,
+        params={},
+        budget=200,
+        strategy="random",
+        known_open=False,
+        key_events=(
+            "delete Job default/j1",
+            "scheduler/informer/Pod deliver DELETED default/j1-worker-0",
+            "open session",
+            "update_status PodGroup",
+        ),
+    ),
+]
