@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 from ._errors import HarnessError, ReplayDivergence, TraceFileError, UsageError
@@ -120,7 +119,7 @@ def _hunt(args: argparse.Namespace) -> int:
                             replay_command=cx.replay_command(json_path),
                         )
                         html_path = str(base.with_suffix(".html"))
-                    except Exception as exc:  # noqa: BLE001 - the trace is saved; say why the page is not
+                    except Exception as exc:
                         print(f"warning: could not write the HTML report for {name} ({variant}): {exc}", file=sys.stderr)
                 entry = ReportEntry(
                     name=name,

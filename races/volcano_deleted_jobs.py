@@ -456,8 +456,8 @@ class ReplicaSetController:
                 await self.api.delete("Pod", ns, pod.name, uid=pod.uid)
             except (NotFound, Conflict):
                 pass
-        if self.status_updates and rs.status.get("replicas") != min(want, len(active)) + max(0, want - len(active)):
-            rs.status["replicas"] = want
+        if self.status_updates and rs.status.get("replicas") != want:
+            rs.status["replicas"] = want  # a 409 is an error: the controller re-queues the key
             await self.api.update_status(rs)
 
 

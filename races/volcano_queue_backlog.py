@@ -552,38 +552,51 @@ async def queue_backlog(
 
 
 async def queue_status_conflict(world: World, *, fixed: bool = False, workers: int = 2) -> None:
-    """The reusable core: two distinct requests, one worker's stale-lister ``UpdateStatus`` gets 409."""
+    """The reusable core: two distinct requests; a ``Get`` before the first write reaches the lister gets 409.
+
+    PodGroups go through the apiserver and a real PodGroup informer here (the
+    overload scenario short-cuts them for speed). Queue ``q1`` and PodGroups
+    ``pg1``, ``pg2`` (Pending) are in sync; at t=0.1 s the job controller moves
+    both to Running. Canonically every watch event is delivered before the next
+    ``Get``; the race is worker B's ``Get(r2)`` before worker A's write of q1
+    reaches B's lister.
+    """
     api = APIServer(world)
     status = {"state": "Open", "allocated": {"cpu": 1000}, "pending": 2, "running": 0, "unknown": 0, "inqueue": 0}
     await api.create(KubeObject("Queue", "", QUEUE_NAME, spec={"weight": 1}, status=status))
-    pgs = PodGroupCache()
-    controller = QueueController(world, api, pgs, fixed=fixed, workers=workers, api_latency=0.0, lister_delay=0.0)
-    # pg1 and pg2 are known to the controller and Pending; the Queue status already says so
-    for key in ("default/pg1", "default/pg2"):
-        pgs.phase[key] = "Pending"
-        controller.pod_groups.setdefault(QUEUE_NAME, {})[key] = None
+    for name in ("pg1", "pg2"):
+        await api.create(KubeObject("PodGroup", "default", name, spec={"queue": QUEUE_NAME}, status={"phase": "Pending"}))
+    pg_informer = Informer(world, api, "PodGroup", name=f"{CONTROLLER}/informer/PodGroup")
+
+    def pg_phase(key: str) -> str | None:
+        ns, _, name = key.partition("/")
+        obj = pg_informer.lister.try_get(ns, name)
+        return None if obj is None else str(obj.status.get("phase", ""))
+
+    controller = QueueController(world, api, pg_phase, fixed=fixed, workers=workers, api_latency=0.0, lister_delay=0.0)
+    pg_informer.add_event_handler(
+        on_add=lambda pg: controller.add_pod_group(pg.key, str(pg.spec["queue"])),
+        on_update=lambda old, new: controller.update_pod_group(
+            new.key, str(new.spec["queue"]), str(old.status.get("phase")), str(new.status.get("phase"))
+        ),
+        on_delete=lambda pg: controller.delete_pod_group(
+            pg.key if isinstance(pg, KubeObject) else pg.key, str((pg if isinstance(pg, KubeObject) else pg.obj).spec["queue"])
+        ),
+    )
     world.state["controller"] = controller
 
-    def phase_change(key: str) -> Callable[[], None]:
-        def deliver() -> None:
-            pgs.phase[key] = "Running"
-            controller.update_pod_group(key, QUEUE_NAME, "Pending", "Running")
-
-        return deliver
+    async def job_controller() -> None:
+        await world.sleep(0.1)
+        for name in ("pg1", "pg2"):
+            await api.patch("PodGroup", "default", name, {"status": {"phase": "Running"}}, subresource="status")
 
     async def run() -> None:
+        pg_informer.start()
+        await pg_informer.wait_for_cache_sync()
         await controller.run()
-        # both phase changes arrive once the workers are up
-        for key in ("default/pg1", "default/pg2"):
-            world.call_later(
-                0.1,
-                phase_change(key),
-                label=f"informer/PodGroup deliver MODIFIED {key} Pending->Running",
-                actor="informer/PodGroup",
-                key=f"PodGroup {key}",
-            )
 
     world.spawn(CONTROLLER, run)
+    world.spawn("job-controller", job_controller)
 
     def no_conflict() -> str | None:
         if controller.conflicts:

@@ -368,7 +368,7 @@ def _children(prefix: list[int], sizes: list[int]) -> list[list[int]]:
     for i in range(len(prefix), len(sizes)):
         base = prefix + [0] * (i - len(prefix))
         for c in range(1, sizes[i]):
-            kids.append(base + [c])
+            kids.append([*base, c])
     return kids
 
 
@@ -410,7 +410,7 @@ def shrink(runner: _Runner, out: RunOutcome, *, max_runs: int = 2000, max_second
             if choices[i] == 0:
                 continue
             trials = [choices[:i] + choices[i + 1 :]]  # delete: later choices shift left
-            trials += [choices[:i] + [smaller] + choices[i + 1 :] for smaller in range(0, choices[i])]
+            trials += [[*choices[:i], smaller, *choices[i + 1:]] for smaller in range(0, choices[i])]
             for trial in trials:
                 cand = runner.run(ReplayChooser(trial))
                 spent += 1

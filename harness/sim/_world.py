@@ -175,23 +175,23 @@ class VirtualClock(trio.abc.Clock):
 
 class _Actor:
     __slots__ = (
-        "name",
-        "index",
-        "daemon",
-        "task",
-        "label",
-        "key",
-        "rv",
-        "guard",
-        "ready_at",
-        "since",
-        "seq",
-        "waiting",
-        "task_parked",
-        "go",
         "cancel_pending",
+        "daemon",
         "done",
+        "go",
+        "guard",
         "idle",
+        "index",
+        "key",
+        "label",
+        "name",
+        "ready_at",
+        "rv",
+        "seq",
+        "since",
+        "task",
+        "task_parked",
+        "waiting",
     )
 
     def __init__(self, name: str, index: int, daemon: bool) -> None:
@@ -217,7 +217,7 @@ class _Actor:
 class TimerHandle:
     """A pending ``call_later``; ``cancel()`` removes it before it fires."""
 
-    __slots__ = ("when", "seq", "fn", "label", "actor", "key", "cancelled", "fired")
+    __slots__ = ("actor", "cancelled", "fired", "fn", "key", "label", "seq", "when")
 
     def __init__(self, when: float, seq: int, fn: Callable[[], object], label: str, actor: str, key: str | None) -> None:
         self.when = when
@@ -329,7 +329,7 @@ class World:
         except AssertionError as exc:
             where = _where(exc)
             self._fail("oracle", f"assertion in {actor.name}", f"assertion failed in actor '{actor.name}' at {where}: {exc}", actor)
-        except Exception as exc:  # noqa: BLE001 - any model error is a verdict
+        except Exception as exc:
             where = _where(exc)
             self._fail(
                 "actor-raised",
@@ -469,9 +469,7 @@ class World:
         for a in self._actors:
             if not a.waiting:
                 continue
-            if a.cancel_pending:
-                out.append((a.since, a.seq, a))
-            elif a.ready_at <= now and (a.guard is None or a.guard()):
+            if a.cancel_pending or (a.ready_at <= now and (a.guard is None or a.guard())):
                 out.append((a.since, a.seq, a))
         timers = self._timers
         while timers and (timers[0].cancelled or timers[0].when <= now):
@@ -544,7 +542,7 @@ class World:
             timer.fn()
         except AssertionError as exc:
             self._fail("oracle", f"assertion in {timer.actor}", f"assertion failed in timer '{timer.label}': {exc}", None)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._fail(
                 "actor-raised",
                 f"{type(exc).__name__} in {timer.actor}",
@@ -561,7 +559,7 @@ class World:
         """``fn`` must hold within ``within`` virtual seconds from now (liveness)."""
         self._eventually.append([name, fn, self._now + within, self._now])
 
-    def bound(self, metric: Callable[[], float], max: float, name: str) -> None:  # noqa: A002
+    def bound(self, metric: Callable[[], float], max: float, name: str) -> None:
         """``metric()`` must never exceed ``max``; its peak is reported either way."""
         self._bounds.append((name, metric, max))
         self.peaks.setdefault(name, -math.inf)
@@ -877,7 +875,7 @@ def _unwrap(group: BaseExceptionGroup[BaseException]) -> BaseException:
 class Event:
     """A harness event: ``wait()`` is a yield point enabled once the event is set."""
 
-    __slots__ = ("_world", "_set")
+    __slots__ = ("_set", "_world")
 
     def __init__(self, world: World) -> None:
         self._world = world
@@ -897,7 +895,7 @@ class Event:
 class Queue(Generic[T]):
     """An unbounded FIFO whose ``get()`` is a yield point enabled while it holds items."""
 
-    __slots__ = ("_world", "_items")
+    __slots__ = ("_items", "_world")
 
     def __init__(self, world: World) -> None:
         self._world = world
@@ -920,7 +918,7 @@ class Queue(Generic[T]):
 class Lock:
     """A harness lock: acquiring is a yield point enabled while the lock is free."""
 
-    __slots__ = ("_world", "_owner")
+    __slots__ = ("_owner", "_world")
 
     def __init__(self, world: World) -> None:
         self._world = world

@@ -142,7 +142,7 @@ def test_call_later_fires_as_a_scheduled_action() -> None:
 
     out = canonical(scenario)
     assert fired == [1.0]
-    assert [r for r in out.trace if r.kind == "timer"][0].actor == "clock"
+    assert next(r for r in out.trace if r.kind == "timer").actor == "clock"
 
 
 def test_cancelled_timer_never_fires() -> None:
