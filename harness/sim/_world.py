@@ -324,11 +324,13 @@ class World:
             await fn(*args)
         except trio.Cancelled:
             if not self._stopping:
-                self._fail("actor-raised", actor.name, f"actor '{actor.name}' was cancelled outside any cancel scope it opened", actor)
+                msg = f"actor '{actor.name}' was cancelled outside any cancel scope it opened"
+                self._fail("actor-raised", actor.name, msg, actor)
             raise
         except AssertionError as exc:
             where = _where(exc)
-            self._fail("oracle", f"assertion in {actor.name}", f"assertion failed in actor '{actor.name}' at {where}: {exc}", actor)
+            msg = f"assertion failed in actor '{actor.name}' at {where}: {exc}"
+            self._fail("oracle", f"assertion in {actor.name}", msg, actor)
         except Exception as exc:
             where = _where(exc)
             self._fail(

@@ -212,6 +212,11 @@ def _ordered_members(cls: type) -> list[str]:
     return list(seen)
 
 
+def _is_program_choice(label: str) -> bool:
+    """Choices that pick the program itself (shown as rule calls, not as deviations)."""
+    return label in ("rule", "program length") or "." in label
+
+
 def format_program(cx: Any, machine: type[RaceMachine] | None = None) -> str:
     """The minimal program the way Hypothesis prints a state machine, plus how to replay it."""
     name = machine.__name__ if machine is not None else cx.scenario.rsplit(":", 1)[-1].rsplit(".", 1)[0]
@@ -222,7 +227,7 @@ def format_program(cx: Any, machine: type[RaceMachine] | None = None) -> str:
             lines.extend(pending)
             pending = []
             lines.append(f"await state.{rec.label[len('rule '):]}")
-        elif rec.choice and not (rec.kind == "choose" and (rec.label == "rule" or rec.label == "program length" or "." in rec.label)):
+        elif rec.choice and not (rec.kind == "choose" and _is_program_choice(rec.label)):
             what = f"{rec.actor}: {rec.label}" if rec.kind != "choose" else f"{rec.label} -> {rec.choice}"
             instead = f" (instead of '{rec.instead}')" if rec.instead else ""
             pending.append(f"# t={rec.time:g} step {rec.step}: {what}{instead}")
