@@ -60,6 +60,7 @@ from harness.kube import (
     Informer,
     KubeObject,
     NotFound,
+    WatchEvent,
     WorkQueue,
     controller_ref,
 )
@@ -276,11 +277,11 @@ class Scheduler:
 
     async def run(self) -> None:
         while True:
-            await self._world.sleep(self.period, label="schedule period elapsed")
+            # the wake-up is the yield point before the snapshot (one step per idle session)
+            await self._world.sleep(self.period, label="schedule period elapsed: open session")
             await self.run_once()
 
     async def run_once(self) -> None:
-        await self._world.step("open session: snapshot the cache")
         for job in self.cache.snapshot():
             pending = [t for t in job.tasks.values() if t.status == "Pending"]
             if not pending or len(job.tasks) < job.min_available:
@@ -409,24 +410,28 @@ class ReplicaSetController:
         self.grace = grace
         self.status_updates = status_updates
         self.replica_sets = Informer(world, api, "ReplicaSet", name="replicaset-controller/informer/ReplicaSet")
-        self.pods = Informer(world, api, "Pod", name="replicaset-controller/informer/Pod")
         self.controller: Controller[str] = Controller(world, "replicaset-controller", self.sync_replica_set)
         self.replica_sets.add_event_handler(
             lambda rs: self.controller.enqueue(rs.key), lambda _o, rs: self.controller.enqueue(rs.key), None
         )
-        self.pods.add_event_handler(None, None, self._on_pod_delete)
         self.created = 0
-
-    def _on_pod_delete(self, obj: KubeObject | DeletedFinalStateUnknown) -> None:
-        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        owner = pod.controller_owner()
-        if owner is not None:
-            self.controller.enqueue(f"{pod.namespace}/{owner.name}")
 
     def start(self) -> None:
         self.replica_sets.start()
-        self.pods.start()
         self.controller.start()
+
+    def new_pod(self, rs: KubeObject) -> KubeObject:
+        """The pod template: scheduled by Volcano, labelled for the selector, owned by ``rs``."""
+        self.created += 1
+        return KubeObject(
+            "Pod",
+            rs.namespace,
+            f"{rs.name}-{self.created}",
+            labels=dict(rs.spec.get("selector") or {}),
+            owner_references=[controller_ref(rs)],
+            spec={"schedulerName": SCHEDULER_NAME, "terminationGracePeriodSeconds": self.grace},
+            status={"phase": "Pending"},
+        )
 
     async def sync_replica_set(self, key: str) -> None:
         ns, name = key.split("/", 1)
@@ -439,18 +444,7 @@ class ReplicaSetController:
         active = [p for p in active if p.controller_owner().uid == rs.uid]  # type: ignore[union-attr]
         want = int(rs.spec.get("replicas", 1))
         for _ in range(want - len(active)):
-            self.created += 1
-            await self.api.create(
-                KubeObject(
-                    "Pod",
-                    ns,
-                    f"{name}-{self.created}",
-                    labels=dict(rs.spec.get("selector") or {}),
-                    owner_references=[controller_ref(rs)],
-                    spec={"schedulerName": SCHEDULER_NAME, "terminationGracePeriodSeconds": self.grace},
-                    status={"phase": "Pending"},
-                )
-            )
+            await self.api.create(self.new_pod(rs))
         for pod in active[want:] if want < len(active) else []:
             try:
                 await self.api.delete("Pod", ns, pod.name, uid=pod.uid)
@@ -473,11 +467,9 @@ class Cluster:
         fixed_3561: bool = False,
         grace: int = 30,
         status_updates: bool = False,
-        poll: float = 1.0,
     ) -> None:
         self.world = world
         self.api = APIServer(world)
-        self.poll = poll
         self.rs_controller = ReplicaSetController(world, self.api, grace=grace, status_updates=status_updates)
         self.pg_controller = PodGroupController(world, self.api, fixed_3561=fixed_3561)
         pods = Informer(world, self.api, "Pod", name="scheduler/informer/Pod")
@@ -488,17 +480,36 @@ class Cluster:
         self.rs_uid = ""
 
     async def start(self, replicas: int = 1) -> None:
-        """Create the ReplicaSet and start every controller."""
+        """Create the ReplicaSet in its steady state (pods bound and annotated, the PodGroup
+        created by the pg-controller), then start every controller: their initial LISTs
+        build the caches, so the runs start from "the workload has been running"."""
         rs = await self.api.create(
             KubeObject(
                 "ReplicaSet",
                 NAMESPACE,
                 RS_NAME,
                 spec={"replicas": replicas, "selector": {"app": RS_NAME}},
-                status={"replicas": 0},
+                status={"replicas": replicas},
             )
         )
         self.rs_uid = rs.uid
+        if replicas:
+            await self.api.create(
+                KubeObject(
+                    "PodGroup",
+                    NAMESPACE,
+                    self.pod_group_name(),
+                    owner_references=[controller_ref(rs)],
+                    spec={"minMember": 1},
+                    status={"phase": "Running"},
+                )
+            )
+        for _ in range(replicas):
+            pod = self.rs_controller.new_pod(rs)
+            pod.annotations[GROUP_NAME_ANNOTATION] = self.pod_group_name()
+            pod.spec["nodeName"] = NODE
+            pod.status["phase"] = "Running"
+            await self.api.create(pod)
         self.rs_controller.start()
         self.pg_controller.start()
         for inf in self._scheduler_informers:
@@ -520,20 +531,25 @@ class Cluster:
         except NotFound:
             pass
 
-    async def wait_until(self, check: Callable[[], bool], what: str, timeout: float = 300.0) -> bool:
-        """``kubectl wait``: poll every ``poll`` seconds; False on timeout."""
-        deadline = self.world.now + timeout
-        while not check():
-            if self.world.now >= deadline:
-                return False
-            await self.world.sleep(self.poll, label=f"user polls: {what}")
-        return True
+    async def wait_until(self, check: Callable[[], bool], what: str) -> None:
+        """``kubectl wait``: a watch on pods, re-checked at every pod event (one step when it holds)."""
+        if check():
+            return
+        done = self.world.Event()
 
-    async def wait_until_bound(self) -> bool:
-        return await self.wait_until(lambda: bool(self.pods()) and all(self.bound(p) for p in self.pods()), "pods bound")
+        def on_event(_ev: WatchEvent) -> None:
+            if not done.is_set() and check():
+                done.set()
+                stop()
 
-    async def wait_until_pods_gone(self) -> bool:
-        return await self.wait_until(lambda: not self.pods(), "pods gone")
+        stop = self.api.watch("Pod", on_event)
+        await done.wait(f"user: kubectl wait until {what}")
+
+    async def wait_until_bound(self) -> None:
+        await self.wait_until(lambda: bool(self.pods()) and all(self.bound(p) for p in self.pods()), "pods bound")
+
+    async def wait_until_pods_gone(self) -> None:
+        await self.wait_until(lambda: not self.pods(), "pods gone")
 
     # ---- observations (no requests: for the user's polling and the oracles)
     def pods(self) -> list[KubeObject]:
@@ -580,7 +596,7 @@ class Cluster:
 
 #: how long the user pauses between seeing the old pod gone and scaling back up: index 0
 #: (canonical) lets every pending cleanup retry drain; index 1 scales up at once.
-PAUSES = (30.0, 0.0)
+PAUSES = (20.0, 0.0)
 
 
 async def scenario(world: World, *, fixed: bool = False, grace: int = 30) -> None:
@@ -590,28 +606,38 @@ async def scenario(world: World, *, fixed: bool = False, grace: int = 30) -> Non
     world.invariant(c.check_cleanup, "cleanup deletes only its own job")
     world.at_end(c.check_every_pod_group_cached, "every PodGroup has its JobInfo")
     await c.start(replicas=1)
-    await c.wait_until_bound()
+    await c.wait(0.5)  # between two session ticks
     await c.scale_to(0)
     await c.wait_until_pods_gone()
-    pause = PAUSES[world.choose("user: pause before scaling back up (0: 30 s, 1: none)", len(PAUSES))]
+    pause = PAUSES[world.choose("user: pause before scaling back up (0: 20 s, 1: none)", len(PAUSES))]
     if pause:
         await c.wait(pause)
     await c.scale_to(1)
     c.expect_bound_within(10.0)
-    world.horizon = world.now + 15.0
+    world.horizon = world.now + 12.0
 
 
-async def scenario_api(world: World, *, fixed: bool = False, grace: int = 30) -> None:
-    """volcano#3563 analogue: flap 1 -> 0 -> 1 while a stale ``replicas == 0`` event is queued."""
+async def scenario_api(world: World, *, fixed: bool = False, others: int = 3) -> None:
+    """volcano#3563: a rolling upgrade of several Deployments.
+
+    Each Deployment's new ReplicaSet is created with ``replicas: 0`` and scaled to 1
+    right after. The pg-controller's ReplicaSet handler deletes ``podgroup-<uid>`` for
+    every ``replicas == 0`` event, one API call per event, so with ``others`` other
+    ReplicaSets ahead of ours it runs behind the pod path (RS controller creates the
+    pod, the pg-controller creates the PodGroup and annotates the pod); if our stale
+    ADD(replicas=0) is handled after that, it deletes the new PodGroup.
+    """
     world.horizon = 10_000.0
-    c = Cluster(world, fixed=True, fixed_3561=fixed, grace=grace, status_updates=True)
+    c = Cluster(world, fixed=True, fixed_3561=fixed)
     world.at_end(c.check_pods_have_pod_groups, "every pod's PodGroup exists")
-    await c.start(replicas=1)
-    await c.wait_until_bound()
-    await c.scale_to(0)
+    for i in range(others):
+        await c.api.create(
+            KubeObject("ReplicaSet", NAMESPACE, f"other-{i}", spec={"replicas": 0, "selector": {"app": f"other-{i}"}})
+        )
+    await c.start(replicas=0)
     await c.scale_to(1)
     c.expect_bound_within(10.0)
-    world.horizon = world.now + 15.0
+    world.horizon = world.now + 12.0
 
 
 RACES = [

@@ -34,7 +34,8 @@ scheduler has already made stale, every 409 costs a token of the *global*
 10/s bucket of the default rate limiter, and once conflicts outrun 10/s the
 bucket delay and the waiting heap grow linearly (section 0.3 of
 ``upstream-races.md``). So the **canonical run of the buggy variant already
-violates the backlog bound** (about 13 virtual seconds in): the minimal
+violates the backlog bound** (at t=10.8 s; the backlog grows by about 19
+items/s): the minimal
 counterexample has 0 deviations, and the exhaustive referee proves 0 minimal.
 
 The fix (#3751): the per-phase counts become controller metrics
@@ -67,18 +68,27 @@ Modelling choices (and why):
   this race, so one PodGroup informer delivery (store update + handler) is one
   timer step labelled like the kube informer's (``informer/PodGroup deliver
   MODIFIED default/pg-3-0 Pending->Inqueue``). That halves the steps per event.
-* Idle workers are woken in FIFO order (:class:`IdleWorkers`), as Go's
-  ``sync.Cond.Signal`` (the workqueue's ``cond``) wakes the longest waiter. The
-  five workers are interchangeable, so "which idle worker takes the item" is a
-  symmetric choice; leaving it to the scheduler would add thousands of
-  meaningless decision points, and a random run would then need thousands of
-  shrinking runs. Only one worker at a time waits in ``Get``; the next one is
-  woken when the current one is about to block in an API request.
-* Latencies are chosen off the rate limiter's 5 ms grid (4.7 ms API latency,
-  21.3 ms lister delay, offsets on the periodic timers) so that two actions
-  rarely fall on exactly the same virtual instant: ties are decision points,
-  and decision points among unrelated actions only make random runs longer to
-  shrink.
+* Idle workers are woken in FIFO order (:class:`Cond`), as the workqueue's
+  ``sync.Cond.Signal`` wakes the longest waiter. The five workers are
+  interchangeable, so "which idle worker takes the item" is a symmetric
+  choice; leaving it to the scheduler would add a decision point per request
+  that only permutes workers, and a random run would then need as many
+  shrinking runs. Workers are also started one after the other.
+* Latencies are chosen off the rate limiter's 5 ms grid (API latency 4.7 ms
+  +-10 % by a deterministic low-discrepancy sequence, lister delays 21.3 ms
+  and 18.7 ms, offsets on the periodic timers) so that two actions rarely fall
+  on exactly the same virtual instant: ties are decision points, and decision
+  points among unrelated actions only make random runs longer to shrink. The
+  canonical buggy run has 3 decision points, all during start-up.
+* ``Informer(latency=...)`` delivers one event per ``latency`` (one pending
+  delivery per informer), so the lister delay also caps the Queue informer at
+  about 47 events/s; successful Queue writes stay near 20/s in the buggy run,
+  below that cap.
+
+Cost: the buggy canonical run stops at the bound after about 4,000 steps
+(0.15 s); the fixed run covers 600 virtual seconds in about 93,000 steps
+(about 3 s). ``scale`` multiplies the event rate; ``duration`` shortens runs
+(the slope oracle then looks at the last half of the run).
 """
 
 from __future__ import annotations
@@ -88,8 +98,8 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.kube import (
-    APIServer,
     ApiError,
+    APIServer,
     BucketRateLimiter,
     Conflict,
     Informer,
@@ -118,7 +128,7 @@ class Request:
     deduplicates them. ``key`` only names it in trace labels (``<Request q1 #7>``).
     """
 
-    __slots__ = ("queue_name", "event", "action", "key")
+    __slots__ = ("action", "event", "key", "queue_name")
 
     def __init__(self, queue_name: str, serial: int, event: str = "OutOfSync", action: str = "SyncQueue") -> None:
         self.queue_name = queue_name
@@ -141,7 +151,7 @@ class SignallingWorkQueue(WorkQueue[Request]):
     """The client-go queue whose ``Add`` also signals the ``cond`` (``q.cond.Signal()`` in ``queue.go``).
 
     Overrides ``add`` (the delay timer's re-add goes through it too) and ``done``
-    (which may re-queue a dirty item) to call ``on_add``.
+    (which may re-queue a dirty item) to signal :class:`Cond`.
     """
 
     def __init__(self, world: World, name: str, rate_limiter: MaxOfRateLimiter) -> None:
@@ -172,16 +182,24 @@ class Cond:
         self._world = world
         self._queue = queue
         self._waiters: deque[Event] = deque()
+        #: workers woken or already inside ``get``: each will take one queued item
+        self.claimed = 0
 
     async def wait_for_item(self, name: str) -> None:
-        """``for q.queue.Len() == 0 { q.cond.Wait() }``; a woken worker that finds it empty waits again."""
-        while self._queue.queued == 0:
-            ev = self._world.Event()
-            self._waiters.append(ev)
-            await ev.wait(f"{name} woken by Add", idle=True)
+        """``for q.queue.Len() == 0 { q.cond.Wait() }``: take an unclaimed item at once, else wait in line."""
+        if self._queue.queued > self.claimed:
+            self.claimed += 1
+            return
+        ev = self._world.Event()
+        self._waiters.append(ev)
+        await ev.wait(f"{name} woken by Add", idle=True)  # signal() claimed an item for us
+
+    def got(self) -> None:
+        self.claimed -= 1
 
     def signal(self) -> None:
-        if self._waiters and self._queue.queued:
+        while self._waiters and self._queue.queued > self.claimed:
+            self.claimed += 1
             self._waiters.popleft().set()
 
 
@@ -278,6 +296,7 @@ class QueueController:
 
     async def process_next_work_item(self) -> None:
         req = await self.queue.get()
+        self.queue.cond.got()
         err: ApiError | None = None
         try:
             await self.handle_queue(req)
@@ -348,10 +367,11 @@ class QueueController:
         except Conflict:
             self.conflicts += 1
             if not self.first_conflict:
-                server = self.api.resource_version
+                cur = self.api.peek("Queue", "", queue.name)
                 self.first_conflict = (
-                    f"at t={self.world.now:.3f} a worker's UpdateStatus of Queue {queue.name} from its lister copy "
-                    f"(rv={queue.resource_version}; latest rv={server}) got 409 Conflict"
+                    f"at t={self.world.now:.3f} the queue controller's UpdateStatus of Queue {queue.name} from its "
+                    f"lister copy (rv={queue.resource_version}; the apiserver has rv="
+                    f"{cur.resource_version if cur else '?'}) got 409 Conflict"
                 )
             raise
 
@@ -399,7 +419,11 @@ class Scheduler:
 
 
 class PodGroupChurn:
-    """PodGroup phase changes evenly spaced at ``rate`` per second, each one PodGroup-informer delivery."""
+    """PodGroup phase changes evenly spaced at ``rate`` per second, each one PodGroup-informer delivery.
+
+    ``slots`` PodGroups at a time; event k moves slot ``k % slots`` one stage
+    along :data:`LIFECYCLE` (a DELETED slot comes back as a new PodGroup).
+    """
 
     def __init__(
         self, world: World, controller: QueueController, pgs: PodGroupCache, *, rate: float, slots: int, start: float
@@ -412,18 +436,20 @@ class PodGroupChurn:
         self.stage = [len(LIFECYCLE) - 1] * slots  # every slot starts absent
         self.generation = [-1] * slots
         self.events = 0
-        self._next_label = ""
         self._schedule(start)
 
-    def _schedule(self, delay: float) -> None:
+    def _next(self) -> tuple[int, int, str]:
         slot = self.events % self.slots
         stage = (self.stage[slot] + 1) % len(LIFECYCLE)
         gen = self.generation[slot] + (1 if stage == 0 else 0)
-        key = f"default/pg-{slot}-{gen}"
+        return slot, stage, f"default/pg-{slot}-{gen}"
+
+    def _schedule(self, delay: float) -> None:
+        _slot, stage, key = self._next()
         new, old = LIFECYCLE[stage], LIFECYCLE[stage - 1]
         if new is None:
             what = f"DELETED {key}"
-        elif stage == 0:
+        elif old is None:
             what = f"ADDED {key} {new}"
         else:
             what = f"MODIFIED {key} {old}->{new}"
@@ -432,24 +458,21 @@ class PodGroupChurn:
         )
 
     def _deliver(self) -> None:
-        slot = self.events % self.slots
-        stage = (self.stage[slot] + 1) % len(LIFECYCLE)
+        slot, stage, key = self._next()
         self.stage[slot] = stage
         if stage == 0:
             self.generation[slot] += 1
-        key = f"default/pg-{slot}-{self.generation[slot]}"
         new, old = LIFECYCLE[stage], LIFECYCLE[stage - 1]
         c = self.controller
         # processDeltas: the store first, then the handler
         if new is None:
             self.pgs.phase.pop(key, None)
             c.delete_pod_group(key, QUEUE_NAME)
-        elif stage == 0:
+        elif old is None:
             self.pgs.phase[key] = new
             c.add_pod_group(key, QUEUE_NAME)
         else:
             self.pgs.phase[key] = new
-            assert old is not None
             c.update_pod_group(key, QUEUE_NAME, old, new)
         self.events += 1
         self._schedule(self.period)
@@ -580,7 +603,7 @@ async def queue_status_conflict(world: World, *, fixed: bool = False, workers: i
             new.key, str(new.spec["queue"]), str(old.status.get("phase")), str(new.status.get("phase"))
         ),
         on_delete=lambda pg: controller.delete_pod_group(
-            pg.key if isinstance(pg, KubeObject) else pg.key, str((pg if isinstance(pg, KubeObject) else pg.obj).spec["queue"])
+            pg.key, str((pg if isinstance(pg, KubeObject) else pg.obj).spec["queue"])
         ),
     )
     world.state["controller"] = controller
@@ -588,7 +611,9 @@ async def queue_status_conflict(world: World, *, fixed: bool = False, workers: i
     async def job_controller() -> None:
         await world.sleep(0.1)
         for name in ("pg1", "pg2"):
-            await api.patch("PodGroup", "default", name, {"status": {"phase": "Running"}}, subresource="status")
+            pg = await api.get("PodGroup", "default", name)
+            pg.status["phase"] = "Running"
+            await api.update_status(pg)
 
     async def run() -> None:
         pg_informer.start()

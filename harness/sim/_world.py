@@ -181,6 +181,7 @@ class _Actor:
         "go",
         "guard",
         "idle",
+        "abort_fn",
         "index",
         "key",
         "label",
@@ -212,6 +213,7 @@ class _Actor:
         self.cancel_pending = False
         self.done = False
         self.idle = False  # a daemon's "waiting for work" wait (not a deadlock)
+        self.abort_fn: Callable[[Any], tl.Abort] = lambda _rc: tl.Abort.SUCCEEDED
 
 
 class TimerHandle:
@@ -270,7 +272,8 @@ class World:
         self._by_name: dict[str, _Actor] = {}
         self._timers: list[TimerHandle] = []  # heap of future timers
         self._due: list[TimerHandle] = []  # timers whose time has come, in (when, seq) order
-        self._records: list[Record] = []
+        # raw tuples in Record field order; Records are built once, at the end (hot path)
+        self._records: list[tuple[Any, ...]] = []
         self._step = 0
         self._violation: Violation | None = None
         self._interrupted = False
@@ -311,6 +314,7 @@ class World:
             n += 1
             name = f"{base}#{n}"
         actor = _Actor(name, len(self._actors), daemon)
+        actor.abort_fn = lambda _rc: self._abort(actor)
         self._actors.append(actor)
         self._by_name[name] = actor
         self._register(actor, f"start {name}", None, None, None, self._now)
@@ -410,7 +414,7 @@ class World:
         while True:
             if not actor.go:
                 actor.task_parked = True
-                value = await tl.wait_task_rescheduled(lambda _rc, a=actor: self._abort(a))  # type: ignore[misc]
+                value = await tl.wait_task_rescheduled(actor.abort_fn)
             else:
                 value = None
             actor.go = False
@@ -483,14 +487,14 @@ class World:
             for t in self._due:
                 out.append((t.when, t.seq, t))
         if len(out) > 1:
-            out.sort(key=_order_key)
+            out.sort(key=_order_key)  # (since, seq) is unique: the target is never compared
         return out
 
     def _dispatch(self) -> _Actor | None:
         """Run due timers and choose the next actor; None means 'controller, move time'."""
         while True:
             if self._observer is not None:
-                self._observer(self, self._records[-1] if self._records else None)
+                self._observer(self, Record(*self._records[-1]) if self._records else None)
             if self._violation is not None or self._ended:
                 return None
             self._check_oracles()
@@ -522,7 +526,7 @@ class World:
             instead = _describe(enabled[0][2]) if idx else None
             if isinstance(target, TimerHandle):
                 self._records.append(
-                    Record(self._step, self._now, target.actor, target.label, target.key, None, idx, n, "timer", instead)
+                    (self._step, self._now, target.actor, target.label, target.key, None, idx, n, "timer", instead)
                 )
                 target.fired = True
                 target.cancelled = True
@@ -534,9 +538,7 @@ class World:
                 continue
             actor: _Actor = target  # type: ignore[assignment]
             label = f"deadline expired during '{actor.label}'" if actor.cancel_pending else actor.label
-            self._records.append(
-                Record(self._step, self._now, actor.name, label, actor.key, actor.rv, idx, n, "run", instead)
-            )
+            self._records.append((self._step, self._now, actor.name, label, actor.key, actor.rv, idx, n, "run", instead))
             return actor
 
     def _current_timer_fire(self, timer: TimerHandle) -> None:
@@ -636,7 +638,7 @@ class World:
             idx %= n
         self._step += 1
         who = self._current.name if self._current is not None else "timer"
-        self._records.append(Record(self._step, self._now, who, label, None, None, idx, n, "choose"))
+        self._records.append((self._step, self._now, who, label, None, None, idx, n, "choose", None))
         return idx
 
     def move_on_after(self, seconds: float) -> trio.CancelScope:
@@ -807,7 +809,7 @@ class World:
 
     # ------------------------------------------------------------- results
     def outcome(self) -> RunOutcome:
-        return RunOutcome(Trace(self._records), self._violation, self._now, dict(self.peaks), self._interrupted)
+        return RunOutcome(Trace(Record(*r) for r in self._records), self._violation, self._now, dict(self.peaks), self._interrupted)
 
 
 async def _call_with_params(scenario: Callable[..., Awaitable[object]], world: World) -> None:

@@ -1,0 +1,1 @@
+"""Benchmarks: ratios measured in one run on one machine (never timed tests)."""

