@@ -410,7 +410,8 @@ class ReplicaSetController:
         self.grace = grace
         self.status_updates = status_updates
         self.replica_sets = Informer(world, api, "ReplicaSet", name="replicaset-controller/informer/ReplicaSet")
-        self.controller: Controller[str] = Controller(world, "replicaset-controller", self.sync_replica_set)
+        # --concurrent-replicaset-syncs defaults to 5
+        self.controller: Controller[str] = Controller(world, "replicaset-controller", self.sync_replica_set, workers=5)
         self.replica_sets.add_event_handler(
             lambda rs: self.controller.enqueue(rs.key), lambda _o, rs: self.controller.enqueue(rs.key), None
         )

@@ -67,7 +67,9 @@ Modelling choices (and why):
 * PodGroups are not written through the apiserver: nothing contends on them in
   this race, so one PodGroup informer delivery (store update + handler) is one
   timer step labelled like the kube informer's (``informer/PodGroup deliver
-  MODIFIED default/pg-3-0 Pending->Inqueue``). That halves the steps per event.
+  MODIFIED default/pg-3-0 Pending->Inqueue``). That saves two steps per event
+  (the writer's request and a separate delivery). :func:`queue_status_conflict`
+  keeps real PodGroup objects and informer.
 * Idle workers are woken in FIFO order (:class:`Cond`), as the workqueue's
   ``sync.Cond.Signal`` wakes the longest waiter. The five workers are
   interchangeable, so "which idle worker takes the item" is a symmetric

@@ -209,14 +209,16 @@ class Informer:
         if self._needs_list:
             label = f"{self.name} list"
             key = None
+            rv = None
         elif self._stream:
             ev = self._stream[0]
             obj = ev.object
             label = f"{self.name} deliver {ev.type} {obj.key} rv={obj.resource_version}"
             key = obj.ref
+            rv = obj.resource_version
         else:
             return
-        self._timer = self._world.call_later(self.latency, self._deliver, label=label, actor=self.name, key=key)
+        self._timer = self._world.call_later(self.latency, self._deliver, label=label, actor=self.name, key=key, rv=rv)
 
     def _deliver(self) -> None:
         self._timer = None

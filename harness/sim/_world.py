@@ -219,15 +219,25 @@ class _Actor:
 class TimerHandle:
     """A pending ``call_later``; ``cancel()`` removes it before it fires."""
 
-    __slots__ = ("actor", "cancelled", "fired", "fn", "key", "label", "seq", "when")
+    __slots__ = ("actor", "cancelled", "fired", "fn", "key", "label", "rv", "seq", "when")
 
-    def __init__(self, when: float, seq: int, fn: Callable[[], object], label: str, actor: str, key: str | None) -> None:
+    def __init__(
+        self,
+        when: float,
+        seq: int,
+        fn: Callable[[], object],
+        label: str,
+        actor: str,
+        key: str | None,
+        rv: int | None = None,
+    ) -> None:
         self.when = when
         self.seq = seq
         self.fn = fn
         self.label = label
         self.actor = actor
         self.key = key
+        self.rv = rv
         self.cancelled = False
         self.fired = False
 
@@ -526,7 +536,7 @@ class World:
             instead = _describe(enabled[0][2]) if idx else None
             if isinstance(target, TimerHandle):
                 self._records.append(
-                    (self._step, self._now, target.actor, target.label, target.key, None, idx, n, "timer", instead)
+                    (self._step, self._now, target.actor, target.label, target.key, target.rv, idx, n, "timer", instead)
                 )
                 target.fired = True
                 target.cancelled = True
@@ -613,11 +623,18 @@ class World:
 
     # ------------------------------------------------------- timers & sleep
     def call_later(
-        self, delay: float, fn: Callable[[], object], *, label: str, actor: str = "timer", key: str | None = None
+        self,
+        delay: float,
+        fn: Callable[[], object],
+        *,
+        label: str,
+        actor: str = "timer",
+        key: str | None = None,
+        rv: int | None = None,
     ) -> TimerHandle:
         """Run ``fn()`` (synchronously) ``delay`` virtual seconds from now, as a scheduled action."""
         self._seq += 1
-        handle = TimerHandle(self._now + max(0.0, delay), self._seq, fn, label, actor, key)
+        handle = TimerHandle(self._now + max(0.0, delay), self._seq, fn, label, actor, key, rv)
         heapq.heappush(self._timers, handle)
         return handle
 
