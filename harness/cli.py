@@ -1,4 +1,4 @@
-"""``python -m harness``: list the documented races, hunt them, replay a counterexample.
+"""``python -m harness``: list the documented races, hunt them, replay a counterexample, run one live.
 
 Exit codes: 0 when every buggy variant was found and every fixed variant came
 out clean (known-open cases excepted and listed), 1 otherwise (or a replay
@@ -33,6 +33,21 @@ def _parser() -> _Parser:
     h.add_argument("--budget", default=None, help="RUNS (e.g. 500) or SECONDSs (e.g. 30s); default: per race")
     h.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
     h.add_argument("--report-dir", default="reports", metavar="DIR", help="where traces and HTML go (default reports/)")
+    lv = sub.add_parser(
+        "live",
+        help="re-run a race as a plain Trio program (real scheduler, real clock), the way pytest-repeat would",
+    )
+    lv.add_argument("race", metavar="RACE", help="race name (see 'list')")
+    lv.add_argument("--variant", choices=("buggy", "fixed"), default="buggy")
+    lv.add_argument("--runs", type=int, default=100, help="stop after N runs (default 100)")
+    lv.add_argument("--seconds", type=float, default=None, help="stop after this many wall seconds")
+    lv.add_argument(
+        "--time-scale", type=float, default=0.01, metavar="S", help="real seconds per virtual second (default 0.01)"
+    )
+    lv.add_argument("--jitter", type=float, default=0.2, help="relative jitter of every sleep and timer (default 0.2)")
+    lv.add_argument("--timeout", type=float, default=60.0, help="real seconds one run may take (default 60)")
+    lv.add_argument("--seed", type=int, default=0, help="jitter seed of the first run (run i uses SEED+i)")
+    lv.add_argument("--json", action="store_true", help="print one JSON object instead of sentences")
     r = sub.add_parser("replay", help="replay a saved counterexample and print its steps")
     r.add_argument("file", metavar="FILE")
     r.add_argument("--json", action="store_true", help='print {"violation", "steps", "digest"}')
@@ -49,6 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _hunt(args)
         if args.command == "replay":
             return _replay(args)
+        if args.command == "live":
+            return _live(args)
         parser.print_help()
         return 2
     except (UsageError, TraceFileError) as exc:
@@ -171,6 +188,48 @@ def _json_line(e: Any) -> dict[str, Any]:
         "trace": e.json_path,
         "known_open": e.known_open,
     }
+
+
+def _live(args: argparse.Namespace) -> int:
+    """Uncontrolled re-runs: what a user without the harness sees. Exit 0 when it failed, 1 when not."""
+    from races import REGISTRY
+
+    from .sim import repeat_live
+
+    if args.race not in REGISTRY:
+        raise UsageError(f"unknown race {args.race!r}; choose from: {', '.join(REGISTRY)}")
+    if args.runs < 1 or args.time_scale <= 0 or not 0 <= args.jitter < 1:
+        raise UsageError("use --runs >= 1, --time-scale > 0 and 0 <= --jitter < 1")
+    race = REGISTRY[args.race]
+    if not args.json:
+        print(
+            f"{args.race} ({args.variant}) live: Trio's scheduler, real clock at {args.time_scale:g} s per virtual second, "
+            f"±{args.jitter:.0%} jitter, no injected faults; up to {args.runs} runs"
+            + (f" / {args.seconds:g} s" if args.seconds else ""),
+            flush=True,
+        )
+    res = repeat_live(
+        race.scenario,
+        params={"fixed": args.variant == "fixed", **race.params},
+        runs=args.runs,
+        seconds=args.seconds,
+        seed=args.seed,
+        time_scale=args.time_scale,
+        jitter=args.jitter,
+        timeout=args.timeout,
+    )
+    v = res.failure.violation if res.failure is not None else None
+    if args.json:
+        print(json.dumps({
+            "race": args.race, "variant": args.variant, "found": res.found, "runs": res.runs,
+            "seconds": round(res.seconds, 3), "violation": v.describe() if v else None,
+            "time_scale": args.time_scale, "jitter": args.jitter,
+        }))
+    else:
+        print(res.outcome)
+        if res.found:
+            print(f"to get a minimal, replayable counterexample: python -m harness hunt {args.race} --variant {args.variant}")
+    return 0 if res.found else 1
 
 
 def _replay(args: argparse.Namespace) -> int:

@@ -35,8 +35,9 @@ Modelled from volcano-sh/volcano at ``2832dfe1^`` (and ``ed254101`` for #3561), 
   ``pg_controller_handler.go`` ``addPod``, ``addReplicaSet``/``updateReplicaSet``,
   ``createNormalPodPGIfNotExist``, ``updatePodAnnotations`` -> :class:`PodGroupController`.
 
-Not Volcano, simplified: the ReplicaSet controller (:class:`ReplicaSetController`) reads
-the ReplicaSet and its pods with live GET/LIST instead of listers plus expectations;
+Not Volcano, simplified: the ReplicaSet controller (:class:`ReplicaSetController`, 5
+workers as ``--concurrent-replicaset-syncs``) watches only ReplicaSets and reads the
+ReplicaSet and its pods with live GET/LIST instead of listers plus expectations;
 the scheduler's session only binds pending tasks of jobs that have a PodGroup (no
 plugins, no PodGroup status writes); binding is a patch of ``spec.nodeName``; the pod's
 container ignores SIGTERM, so the kubelet removes it when the grace period expires.
@@ -44,6 +45,28 @@ container ignores SIGTERM, so the kubelet removes it when the grace period expir
 The user's operations are methods of :class:`Cluster` (``scale_to``, ``wait``,
 ``wait_until_bound``, ``wait_until_pods_gone``, ``delete_pod``) so that a stateful
 machine can drive them; :func:`scenario` is the issue's fixed sequence 1 -> 0 -> 1.
+
+Where the nondeterminism of volcano#3374 lies: with a graceful pod deletion the
+PodGroup's DELETED always reaches the scheduler long before the pod's, so a failed
+cleanup and a waiting rate-limited retry of the old ``*JobInfo`` are certain; the bug
+needs the scale-up (and the new JobInfo) to land *before that retry fires*, i.e. it is a
+race between the user's timing and the retry backoff (about 11 s after a 30 s grace
+period here), not between two controller steps. :func:`scenario` therefore draws the
+user's pause as a data choice: 0 (canonical) waits 20 s and every retry has drained;
+1 scales up as soon as ``kubectl wait`` sees the pod gone. Scheduling choices do not
+matter for the minimal counterexample (1 deviation: the pause).
+
+The API-level race (:func:`scenario_api`) needs no timing: the pg-controller's
+ReplicaSet handler is a single listener that makes one DELETE per ``replicas == 0``
+event, so during a rolling upgrade of several Deployments (``others`` ReplicaSets
+ahead of ours) it falls behind the pod path in the canonical order. Buggy: the stale
+event deletes the PodGroup just created for the new pod (0 deviations). Fixed (#3561):
+the ``replicas == 1`` event re-creates the PodGroup only if the pg-controller's
+PodGroup lister says NotFound; one deviation (the handler runs before the lister sees
+the PodGroup's DELETED) leaves the pod annotated with a group that does not exist, so
+the race is ``known_open`` (compare the still-open volcano#5972 for StatefulSets). A
+delete with a UID precondition taken from that same lister would not close it either:
+the lister may already hold the new PodGroup, whose UID the precondition then matches.
 """
 
 from __future__ import annotations
@@ -52,8 +75,8 @@ from collections.abc import Callable
 
 from harness.kube import (
     AlreadyExists,
-    APIServer,
     ApiError,
+    APIServer,
     Conflict,
     Controller,
     DeletedFinalStateUnknown,
@@ -89,7 +112,7 @@ def task_status(pod: KubeObject) -> str:
 class TaskInfo:
     """``api.TaskInfo``: ``Job`` comes from the group-name annotation."""
 
-    __slots__ = ("uid", "name", "namespace", "job", "status")
+    __slots__ = ("job", "name", "namespace", "status", "uid")
 
     def __init__(self, pod: KubeObject) -> None:
         self.uid = pod.uid
@@ -404,14 +427,15 @@ class ReplicaSetController:
     each write is one more ReplicaSet MODIFIED event carrying the current spec.
     """
 
-    def __init__(self, world: World, api: APIServer, *, grace: int, status_updates: bool) -> None:
+    def __init__(self, world: World, api: APIServer, *, grace: int, status_updates: bool, workers: int) -> None:
         self._world = world
         self.api = api
         self.grace = grace
         self.status_updates = status_updates
         self.replica_sets = Informer(world, api, "ReplicaSet", name="replicaset-controller/informer/ReplicaSet")
-        # --concurrent-replicaset-syncs defaults to 5
-        self.controller: Controller[str] = Controller(world, "replicaset-controller", self.sync_replica_set, workers=5)
+        self.controller: Controller[str] = Controller(
+            world, "replicaset-controller", self.sync_replica_set, workers=workers
+        )
         self.replica_sets.add_event_handler(
             lambda rs: self.controller.enqueue(rs.key), lambda _o, rs: self.controller.enqueue(rs.key), None
         )
@@ -441,8 +465,7 @@ class ReplicaSetController:
         except NotFound:
             return
         pods = await self.api.list("Pod", ns, rs.spec.get("selector"))
-        active = [p for p in pods if p.deletion_timestamp is None and p.controller_owner() is not None]
-        active = [p for p in active if p.controller_owner().uid == rs.uid]  # type: ignore[union-attr]
+        active = [p for p in pods if p.deletion_timestamp is None and _owned_by(p, rs)]
         want = int(rs.spec.get("replicas", 1))
         for _ in range(want - len(active)):
             await self.api.create(self.new_pod(rs))
@@ -454,6 +477,11 @@ class ReplicaSetController:
         if self.status_updates and rs.status.get("replicas") != want:
             rs.status["replicas"] = want  # a 409 is an error: the controller re-queues the key
             await self.api.update_status(rs)
+
+
+def _owned_by(pod: KubeObject, owner: KubeObject) -> bool:
+    ref = pod.controller_owner()
+    return ref is not None and ref.uid == owner.uid
 
 
 # -------------------------------------------------------------------- cluster
@@ -468,10 +496,14 @@ class Cluster:
         fixed_3561: bool = False,
         grace: int = 30,
         status_updates: bool = False,
+        rs_workers: int = 5,
     ) -> None:
         self.world = world
         self.api = APIServer(world)
-        self.rs_controller = ReplicaSetController(world, self.api, grace=grace, status_updates=status_updates)
+        # --concurrent-replicaset-syncs: 5 by default
+        self.rs_controller = ReplicaSetController(
+            world, self.api, grace=grace, status_updates=status_updates, workers=rs_workers
+        )
         self.pg_controller = PodGroupController(world, self.api, fixed_3561=fixed_3561)
         pods = Informer(world, self.api, "Pod", name="scheduler/informer/Pod")
         pod_groups = Informer(world, self.api, "PodGroup", name="scheduler/informer/PodGroup")
@@ -603,7 +635,7 @@ PAUSES = (20.0, 0.0)
 async def scenario(world: World, *, fixed: bool = False, grace: int = 30) -> None:
     """volcano#3374: scale 1 -> 0, wait for the pod to go, scale back to 1."""
     world.horizon = 10_000.0
-    c = Cluster(world, fixed=fixed, grace=grace)
+    c = Cluster(world, fixed=fixed, grace=grace, rs_workers=1)  # one ReplicaSet: one sync at a time
     world.invariant(c.check_cleanup, "cleanup deletes only its own job")
     world.at_end(c.check_every_pod_group_cached, "every PodGroup has its JobInfo")
     await c.start(replicas=1)
@@ -660,6 +692,21 @@ RACES = [
             "create PodGroup default/podgroup-",
             "scheduler/informer/PodGroup deliver ADDED",
             "DeletedJobs ready JobInfo",
+        ),
+    ),
+    Race(
+        name="volcano_deleted_jobs_api",
+        title="Volcano pg-controller: a stale replicas=0 ReplicaSet event deletes the new PodGroup by name",
+        upstream="volcano-sh/volcano#3563 (fix PR #3561, ed254101)",
+        scenario=scenario_api,
+        params={"others": 2},
+        budget=300,
+        strategy="random",
+        known_open=True,
+        key_events=(
+            "deliver ADDED default/rs1-1",
+            "create PodGroup default/podgroup-",
+            "delete PodGroup default/podgroup-",
         ),
     ),
 ]

@@ -100,7 +100,7 @@ def task_status(pod: KubeObject) -> str:
 class TaskInfo:
     """``api.TaskInfo``: a pod as the scheduler sees it."""
 
-    __slots__ = ("uid", "name", "namespace", "job", "status")
+    __slots__ = ("job", "name", "namespace", "status", "uid")
 
     def __init__(self, pod: KubeObject) -> None:
         self.uid = pod.uid
@@ -337,7 +337,7 @@ class GangPlugin:
 def job_status(ssn: Session, job: JobInfo) -> dict[str, Any]:
     """``jobStatus``: recompute phase and counters from the tasks."""
     assert job.pod_group is not None
-    status = copy_json(job.pod_group.status)
+    status: dict[str, Any] = copy_json(job.pod_group.status)
     unschedulable = any(
         c["type"] == POD_GROUP_UNSCHEDULABLE and c["status"] == "True" and c["transitionID"] == ssn.uid
         for c in status.get("conditions", [])

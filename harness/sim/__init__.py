@@ -3,6 +3,10 @@
 from ._choosers import PCTChooser as PCTChooser
 from ._choosers import RandomChooser as RandomChooser
 from ._choosers import ReplayChooser as ReplayChooser
+from ._live import LiveRepeat as LiveRepeat
+from ._live import LiveWorld as LiveWorld
+from ._live import repeat_live as repeat_live
+from ._live import run_live as run_live
 from ._trace import FORMAT_VERSION as FORMAT_VERSION
 from ._trace import Record as Record
 from ._trace import Trace as Trace
@@ -22,5 +26,5 @@ from ._world import run_once as run_once
 __all__ = [
     "FORMAT_VERSION", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option", "PCTChooser", "Queue",
     "RandomChooser", "Record", "ReplayChooser", "RunOutcome", "TimerHandle", "Trace", "Violation", "World",
-    "run_once",
+    "run_once", "LiveRepeat", "LiveWorld", "repeat_live", "run_live",
 ]
