@@ -10,7 +10,19 @@ Layers (each imports only the ones below it)::
     harness.sim             deterministic runtime: actors, virtual time, traces
 
 This module re-exports the public API; everything else is private.
+
+The runtime (``harness.sim``, which imports Trio) and the search layer load on
+first use of one of their names (PEP 562 ``__getattr__``), so importing
+``harness.pytest_plugin`` (a ``pytest11`` entry point) keeps ``pytest --help``
+fast; type checkers see the same names through the ``TYPE_CHECKING`` imports.
 """
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
 from ._errors import HarnessError as HarnessError
 from ._errors import NotInSimulation as NotInSimulation
@@ -18,31 +30,92 @@ from ._errors import ReplayDivergence as ReplayDivergence
 from ._errors import SimulationError as SimulationError
 from ._errors import TraceFileError as TraceFileError
 from ._errors import UsageError as UsageError
-from .explore import PCT as PCT
-from .explore import Budget as Budget
-from .explore import Counterexample as Counterexample
-from .explore import Exhaustive as Exhaustive
-from .explore import Hypothesis as Hypothesis
-from .explore import Random as Random
-from .explore import Replay as Replay
-from .explore import Result as Result
-from .explore import explore as explore
-from .sim import Event as Event
-from .sim import Limits as Limits
-from .sim import Lock as Lock
-from .sim import Queue as Queue
-from .sim import Record as Record
-from .sim import Trace as Trace
-from .sim import Violation as Violation
-from .sim import World as World
-from .sim import run_once as run_once
-from .stateful import RaceMachine as RaceMachine
-from .stateful import booleans as booleans
-from .stateful import integers as integers
-from .stateful import invariant as invariant
-from .stateful import precondition as precondition
-from .stateful import rule as rule
-from .stateful import sampled_from as sampled_from
+
+if TYPE_CHECKING:
+    from .explore import PCT as PCT
+    from .explore import Budget as Budget
+    from .explore import Counterexample as Counterexample
+    from .explore import Exhaustive as Exhaustive
+    from .explore import Hypothesis as Hypothesis
+    from .explore import Random as Random
+    from .explore import Replay as Replay
+    from .explore import Result as Result
+    from .explore import explore as explore
+    from .sim import Event as Event
+    from .sim import Limits as Limits
+    from .sim import Lock as Lock
+    from .sim import Queue as Queue
+    from .sim import Record as Record
+    from .sim import Trace as Trace
+    from .sim import Violation as Violation
+    from .sim import World as World
+    from .sim import run_once as run_once
+    from .stateful import RaceMachine as RaceMachine
+    from .stateful import booleans as booleans
+    from .stateful import integers as integers
+    from .stateful import invariant as invariant
+    from .stateful import precondition as precondition
+    from .stateful import rule as rule
+    from .stateful import sampled_from as sampled_from
+
+_LAZY: dict[str, str] = {
+    "PCT": "explore",
+    "Budget": "explore",
+    "Counterexample": "explore",
+    "Exhaustive": "explore",
+    "Hypothesis": "explore",
+    "Random": "explore",
+    "Replay": "explore",
+    "Result": "explore",
+    "explore": "explore",
+    "Event": "sim",
+    "Limits": "sim",
+    "Lock": "sim",
+    "Queue": "sim",
+    "Record": "sim",
+    "Trace": "sim",
+    "Violation": "sim",
+    "World": "sim",
+    "run_once": "sim",
+    "RaceMachine": "stateful",
+    "booleans": "stateful",
+    "integers": "stateful",
+    "invariant": "stateful",
+    "precondition": "stateful",
+    "rule": "stateful",
+    "sampled_from": "stateful",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+class _Package(types.ModuleType):
+    """Keeps ``harness.explore`` the function when the ``harness.explore`` subpackage loads.
+
+    The import system binds a loaded subpackage on its parent (``setattr``); with
+    eager imports ``from .explore import explore`` re-bound the name right after,
+    and this keeps that meaning now that the import is lazy.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "explore" and isinstance(value, types.ModuleType):
+            value = value.explore
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

@@ -57,18 +57,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.kube import KRUISE_EXPECTATION_TIMEOUT as EXPECTATION_TIMEOUT
 from harness.kube import (
     APIServer,
     Controller,
     DeletedFinalStateUnknown,
     Informer,
     KubeObject,
-    NotFound,
     ResourceVersionExpectation,
     Result,
     retry_on_conflict,
 )
-from harness.kube import KRUISE_EXPECTATION_TIMEOUT as EXPECTATION_TIMEOUT
 from harness.sim import World
 from races._registry import Race
 

@@ -64,7 +64,8 @@ The residual window #5587 left open (``kueue_second_pass_residual``, known open)
 ``AfterEach`` 1 s after the node failure, the delete can land after ``takeAllReady`` has
 handed the entry to the scheduler and before ``requeueAndUpdate`` pre-queues it again; the
 re-armed timer then queues the captured, stale object in the fixed code too. One deviation:
-deliver the DELETED event while the scheduler waits on the namespace ``Get`` of ``nominate``.
+the ``AfterEach`` delete request runs just before the timer fires (same instant), so its DELETED
+event is delivered while the scheduler waits on the namespace ``Get`` of ``nominate``.
 
 Oracles: after the queue manager has observed the DELETE of a workload key, no ``Heads()``
 result and no preemption target may be that key (safety); in test B both workloads are
@@ -75,7 +76,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from harness.kube import (
     APIServer,
@@ -87,6 +87,7 @@ from harness.kube import (
     Result,
 )
 from harness.sim import World
+from harness.stateful import RaceMachine, precondition, rule, sampled_from
 from races._registry import Race
 
 CQ_NAME = "cluster-queue"
@@ -100,6 +101,9 @@ SECOND_PASS_DELAY = 1.0
 #: gomega ``util.Interval`` and ``util.Timeout`` of the integration tests
 POLL_INTERVAL = 0.25
 TIMEOUT = 10.0
+#: ``constants.UpdatesBatchPeriod``: the TAS flavor controller batches node events this long
+UPDATES_BATCH_PERIOD = 1.0
+TAS_FLAVOR = "tas-flavor"
 #: ``pkg/util/wait`` speedy backoff
 INITIAL_BACKOFF = 0.001
 MAX_BACKOFF = 0.1
@@ -358,6 +362,16 @@ class QueueManager:
 
     def delete_second_pass_without_lock(self, w: KubeObject) -> None:
         self.second_pass_queue.delete_by_key(key_of(w))
+
+    def queue_inadmissible_workloads(self, cq_names: list[str]) -> None:
+        """``QueueInadmissibleWorkloads``: move the inadmissible workloads of these CQs back to their heaps."""
+        queued = False
+        for name in cq_names:
+            cq = self.hm.get(name)
+            if cq is not None and cq.queue_inadmissible_workloads():
+                queued = True
+        if queued:
+            self.broadcast()
 
     def queue_associated_inadmissible_workloads_after(self, w: KubeObject, action: Callable[[], None] | None) -> None:
         if action is not None:
@@ -708,7 +722,8 @@ class Scheduler:
         for key in e.targets:
             ns, _, name = key.partition("/")
             try:
-                await self.api.patch("Workload", ns, name, {"status": {"admission": None, "evicted": "Preempted"}}, subresource="status")
+                evict = {"status": {"admission": None, "evicted": "Preempted"}}
+                await self.api.patch("Workload", ns, name, evict, subresource="status")
                 done += 1
             except NotFound as err:
                 self.preemption_errors.append(f"Failed to preempt workloads: {err}")
@@ -768,15 +783,23 @@ class KueueManager:
         self.cache = Cache(self.workloads, self.nodes)
         self.scheduler = Scheduler(world, api, self.queues, self.cache, self.tracker)
         self.node_failure: Controller[str] = Controller(world, "node-failure-controller", self.reconcile_node)
+        self.tas_flavor: Controller[str] = Controller(world, "tas-resource-flavor-controller", self.reconcile_flavor)
         self.workloads.add_event_handler(self.on_workload_create, self.on_workload_update, self.on_workload_delete)
         self.cluster_queues.add_event_handler(self.on_cq_add, None, self.on_cq_delete)
         self.local_queues.add_event_handler(self.queues.add_local_queue, None, self.on_lq_delete)
         self.nodes.add_event_handler(None, self.on_node_update, None)
+        # tas/resource_flavor.go nodeHandler: every node event -> AddAfter(flavor, UpdatesBatchPeriod)
+        self.nodes.add_event_handler(
+            lambda _n: self.queue_reconcile_for_node(),
+            lambda _o, _n: self.queue_reconcile_for_node(),
+            lambda _n: self.queue_reconcile_for_node(),
+        )
 
     def start(self) -> None:
         for inf in (self.cluster_queues, self.local_queues, self.nodes, self.workloads):
             inf.start()
         self.node_failure.start()
+        self.tas_flavor.start()
         self.scheduler.start()
 
     async def wait_for_cache_sync(self) -> None:
@@ -843,6 +866,15 @@ class KueueManager:
         self.queues.delete_workload(w)
         self.tracker.observed_delete(w)
 
+    # ---------------------------------------------- tas/resource_flavor.go
+    def queue_reconcile_for_node(self) -> None:
+        self.tas_flavor.queue.add_after(TAS_FLAVOR, UPDATES_BATCH_PERIOD)
+
+    async def reconcile_flavor(self, _name: str) -> Result:
+        """``rfReconciler.Reconcile``: a node change may make inadmissible workloads admissible."""
+        self.queues.queue_inadmissible_workloads(sorted(self.cache.hm))
+        return Result()
+
     # ------------------------------------------ tas/node_failure_controller.go
     def on_node_update(self, old: KubeObject, new: KubeObject) -> None:
         if old.status.get("ready") != new.status.get("ready"):
@@ -854,11 +886,10 @@ class KueueManager:
         if node is None or node.status.get("ready", False):
             return Result()
         for w in self.workloads.lister.list():
-            if has_quota_reservation(w) and node_name in w.status["admission"]["topology"]:
-                if w.annotations.get(NODE_TO_REPLACE) != node_name:
-                    await self.api.patch(
-                        "Workload", w.namespace, w.name, {"metadata": {"annotations": {NODE_TO_REPLACE: node_name}}}
-                    )
+            on_node = has_quota_reservation(w) and node_name in w.status["admission"]["topology"]
+            if on_node and w.annotations.get(NODE_TO_REPLACE) != node_name:
+                patch = {"metadata": {"annotations": {NODE_TO_REPLACE: node_name}}}
+                await self.api.patch("Workload", w.namespace, w.name, patch)
         return Result()
 
 
@@ -1021,3 +1052,52 @@ RACES = [
         ),
     ),
 ]
+
+
+# --------------------------------------------------------------------- machine
+class TestSuiteMachine(RaceMachine):
+    """kueue#5511 as a stateful test: the envtest suite's operations as rules.
+
+    Test A has admitted ``wl1`` on nodes x1, x2. The rules are what a test body
+    and its ``AfterEach`` do: fail a node, wait, and end the test case (delete
+    its workload, LocalQueue, ClusterQueue and nodes) and start the next one on
+    a ClusterQueue of the **same name** with two workloads that must both be
+    admitted. The shrunk program is the flaky test of #5395: a node fails and
+    the test case ends within the 1 s ``AfterFunc`` window.
+    """
+
+    __test__ = False  # a RaceMachine, not a pytest class
+    max_rules = 3
+    budget = 300
+
+    async def setup(self) -> None:
+        self.env = TestEnv(self.world, fixed=self.fixed)
+        await self.env.open()
+        self.ns = NS_A
+        await self.env.before_each(NS_A)
+        await self.env.create_workload(NS_A, "wl1", pods=2, priority=0)
+        await self.env.expect_admitted(NS_A, "wl1")
+
+    @rule(node=sampled_from(NODES))
+    @precondition(lambda self: self.ns == NS_A)  # test B's oracle assumes both nodes stay up
+    async def fail_node(self, node: str) -> None:
+        await self.env.fail_node(node)
+
+    @rule()
+    @precondition(lambda self: self.ns == NS_A)  # the model has two namespaces: one next test case
+    async def next_test_case(self) -> None:
+        await self.env.after_each(NS_A, ("wl1",))
+        self.ns = NS_B
+        await self.env.before_each(NS_B)
+        self.env.expect_eventually_admitted(NS_B, "wl1", "wl2")
+        await self.env.create_workload(NS_B, "wl1", pods=1, priority=1)
+        await self.env.create_workload(NS_B, "wl2", pods=1, priority=2)
+
+    @rule(seconds=sampled_from([2.0, 0.3]))
+    async def pause(self, seconds: float) -> None:
+        await self.world.sleep(seconds, f"test body waits {seconds:g}s")
+
+    async def teardown(self) -> None:
+        # a failed node keeps a workload re-arming its second pass every second
+        # (upstream behaviour): end the run once the liveness window has passed
+        self.world.horizon = self.world.now + TIMEOUT + 2.0

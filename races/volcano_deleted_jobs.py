@@ -88,6 +88,7 @@ from harness.kube import (
     controller_ref,
 )
 from harness.sim import World
+from harness.stateful import RaceMachine, integers, rule, sampled_from
 from races._registry import Race
 
 NAMESPACE = "default"
@@ -650,7 +651,7 @@ async def scenario(world: World, *, fixed: bool = False, grace: int = 30) -> Non
     world.horizon = world.now + 12.0
 
 
-async def scenario_api(world: World, *, fixed: bool = False, others: int = 3) -> None:
+async def scenario_api(world: World, *, fixed: bool = False, others: int = 2) -> None:
     """volcano#3563: a rolling upgrade of several Deployments.
 
     Each Deployment's new ReplicaSet is created with ``replicas: 0`` and scaled to 1
@@ -687,8 +688,9 @@ RACES = [
             "delete PodGroup default/podgroup-",
             "scheduler/informer/PodGroup deliver DELETED",
             "DeletedJobs ready JobInfo",
-            "scheduler/informer/Pod deliver DELETED default/rs1-1",
+            "grace period of Pod default/rs1-1 expired",
             "user: pause before scaling back up",
+            "scheduler/informer/Pod deliver DELETED default/rs1-1",
             "create PodGroup default/podgroup-",
             "scheduler/informer/PodGroup deliver ADDED",
             "DeletedJobs ready JobInfo",
@@ -710,3 +712,43 @@ RACES = [
         ),
     ),
 ]
+
+
+# -------------------------------------------------------------------- machine
+class ScaleChurnMachine(RaceMachine):
+    """volcano#3374 as a stateful test: the user scales ReplicaSet ``rs1`` up and down.
+
+    The rules are the user operations of the issue ("a Deployment scaled 1->0->1
+    repeatedly"); Hypothesis picks their order, arguments and the pauses, and
+    the harness the interleavings. The shrunk program is the upstream report:
+    ``scale_to(0)`` (waiting for the pod to go), then ``scale_to(1)`` promptly.
+    """
+
+    max_rules = 4
+    budget = 400
+
+    async def setup(self) -> None:
+        self.world.horizon = 10_000.0
+        self.c = Cluster(self.world, fixed=self.fixed, grace=30, rs_workers=1)
+        self.world.invariant(self.c.check_cleanup, "cleanup deletes only its own job")
+        self.world.at_end(self.c.check_every_pod_group_cached, "every PodGroup has its JobInfo")
+        self.replicas = 1
+        await self.c.start(replicas=1)
+        await self.c.wait(0.5)  # between two session ticks
+
+    @rule(replicas=integers(0, 1))
+    async def scale_to(self, replicas: int) -> None:
+        """``kubectl scale --replicas=N``, then (scaling to 0) ``kubectl wait`` until the pods are gone."""
+        self.replicas = replicas
+        await self.c.scale_to(replicas)
+        if replicas == 0:
+            await self.c.wait_until_pods_gone()
+
+    @rule(seconds=sampled_from([20.0, 5.0]))
+    async def pause(self, seconds: float) -> None:
+        await self.c.wait(seconds)
+
+    async def teardown(self) -> None:
+        if self.replicas:
+            self.c.expect_bound_within(10.0)
+        self.world.horizon = self.world.now + 60.0

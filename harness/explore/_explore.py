@@ -293,6 +293,10 @@ class _HypothesisChooser:
         return int(self._data.draw(strat))
 
     def choose(self, n: int, options: Sequence[Option] | None, label: str) -> int:
+        if label != "schedule":
+            # A data choice (a fault, a RaceMachine's rule or argument): rare, and
+            # meaningful in itself, so Hypothesis draws it directly; 0 is canonical.
+            return self._draw_int(0, n - 1)
         if self._done:
             return 0
         if self._gap is None:

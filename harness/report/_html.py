@@ -67,11 +67,11 @@ table.tl td{padding:2px 6px;vertical-align:top;border-bottom:1px solid #eef1f4}
 table.tl td.n{white-space:nowrap;text-align:right;color:var(--mute)}
 table.tl td.n a{color:inherit;text-decoration:none}
 table.tl td.t{white-space:nowrap;color:var(--mute);text-align:right}
-td.lane{min-width:9em;max-width:17em;background:linear-gradient(90deg,transparent calc(50% - 1px),
+td.lane{min-width:7.5em;max-width:13em;background:linear-gradient(90deg,transparent calc(50% - 1px),
  var(--lane) calc(50% - 1px),
  var(--lane) calc(50% + 1px),transparent calc(50% + 1px))}
 td.lane.on{background:none}
-.act{display:block;border-radius:5px;padding:2px 7px;background:#ddf4ff;border:1px solid #54aeff66;font-size:12.5px;
+.act{display:block;border-radius:5px;padding:1px 6px;background:#ddf4ff;border:1px solid #54aeff66;font-size:12px;
  overflow-wrap:anywhere}
 .act.timer{background:#f6f8fa;border-style:dashed;border-color:#8c959f}
 .act.choose{background:#fff;border-color:#8c959f}
@@ -186,7 +186,9 @@ def _step_row(r: Record, lanes: dict[str, int], n_lanes: int, state: StateLog, v
         classes.append("bad")
         tags += '<span class="tag bad">violation</span>'
     lane = lanes[r.actor]
-    where = f" [{_e(r.key)}{f' rv={r.rv}' if r.rv is not None else ''}]" if r.key else ""
+    # the key is shown when the label does not already name it
+    shown_key = r.key if r.key and r.key.split(" ", 1)[-1] not in r.label else None
+    where = f" [{_e(shown_key)}{f' rv={r.rv}' if r.rv is not None else ''}]" if shown_key else ""
     instead = f'<span class="instead">instead of: {_e(r.instead)}</span>' if r.choice and r.instead else ""
     act = f'<span class="act {_e(r.kind)}">{_e(r.label)}{where}{tags}{instead}</span>'
     cells = []
@@ -240,7 +242,8 @@ def _comparison(cx: Counterexample, state: StateLog) -> str:
     if not refs:
         return ""
     apis = [w for w in state.final if w.startswith(APISERVER)]
-    infs = [w for w in state.final if w not in apis]
+    kinds = {ref.split(" ", 1)[0] for ref in refs}
+    infs = [w for w in state.final if w not in apis and state.informers.get(w) in kinds]
     head = "".join(f"<th>{_e(w)}</th>" for w in apis) + "".join(f"<th>cache of {_e(w)}</th>" for w in infs)
     rows = []
     for ref in refs:
@@ -252,7 +255,7 @@ def _comparison(cx: Counterexample, state: StateLog) -> str:
             cells.append(f"<td>{'absent' if got is None else f'rv={got[0]}'}</td>")
         for w in infs:
             if state.informers.get(w) != kind:
-                cells.append('<td class="mono">—</td>')
+                cells.append("<td>—</td>")
                 continue
             got = state.final[w].get(ref)
             if got is None:

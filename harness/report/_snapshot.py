@@ -134,6 +134,7 @@ class _Observer:
         self.log = StateLog(available=True)
         self.last: dict[str, dict[str, Any]] = {}
         self.world: World | None = None
+        self.record: Record | None = None
 
     def stores(self, world: World) -> Iterator[tuple[str, Iterator[tuple[str, Any]]]]:
         apis = world.state.get("_kube_apiservers", [])
@@ -146,6 +147,7 @@ class _Observer:
 
     def __call__(self, world: World, record: Record | None) -> None:
         self.world = world
+        self.record = record
         step = record.step if record is not None else 0
         for where, objects in self.stores(world):
             now = dict(objects)
@@ -164,7 +166,7 @@ class _Observer:
 
     def finish(self) -> StateLog:
         if self.world is not None:
-            self(self.world, self.world._records[-1] if self.world._records else None)
+            self(self.world, self.record)
             for where, objects in self.stores(self.world):
                 self.log.final[where] = {
                     ref: (int(getattr(o, "resource_version", 0)), flatten(o)) for ref, o in objects

@@ -175,13 +175,13 @@ class VirtualClock(trio.abc.Clock):
 
 class _Actor:
     __slots__ = (
+        "abort_fn",
         "cancel_pending",
         "daemon",
         "done",
         "go",
         "guard",
         "idle",
-        "abort_fn",
         "index",
         "key",
         "label",
@@ -826,7 +826,8 @@ class World:
 
     # ------------------------------------------------------------- results
     def outcome(self) -> RunOutcome:
-        return RunOutcome(Trace(Record(*r) for r in self._records), self._violation, self._now, dict(self.peaks), self._interrupted)
+        trace = Trace(Record(*r) for r in self._records)
+        return RunOutcome(trace, self._violation, self._now, dict(self.peaks), self._interrupted)
 
 
 async def _call_with_params(scenario: Callable[..., Awaitable[object]], world: World) -> None:

@@ -71,13 +71,15 @@ def test_oracle_wording_names_the_job_and_the_10_s_bound() -> None:
     cx = harness.explore(scenario, strategy="exhaustive:1", fixed=False).counterexample
     assert cx is not None
     assert cx.violation.kind == "oracle" and cx.violation.name == LIVENESS
-    assert cx.violation.message == f"'{LIVENESS}' did not happen within 10 virtual seconds (expected by t=10.05, registered at t=0.05)"
+    assert cx.violation.message == (
+        f"'{LIVENESS}' did not happen within 10 virtual seconds (expected by t=10.05, registered at t=0.05)"
+    )
 
 
 # ------------------------------------------------------------ fixed variant
 def test_fixed_clean_under_the_same_budget_and_proved_to_two_deviations() -> None:
     assert harness.explore(scenario, strategy="random", budget=RACE.budget, seed=0, fixed=True).verdict == "none-found"
-    assert harness.explore(scenario, strategy="exhaustive:2", fixed=True).verdict == "proved-clean"
+    assert harness.explore(scenario, strategy="exhaustive:2", budget=5000, fixed=True).verdict == "proved-clean"
 
 
 def test_fixed_requeue_syncs_busybox_5_s_later_on_the_same_interleaving() -> None:

@@ -53,7 +53,7 @@ def test_registered_with_upstream_reference() -> None:
     assert REGISTRY["volcano_queue_backlog"] is RACE
     assert RACE.scenario is queue_backlog
     assert RACE.upstream == "volcano-sh/volcano#3597 (fix PR #3751, f14999ca)"
-    assert RACE.strategy == "random" and RACE.budget == 20 and not RACE.known_open
+    assert RACE.strategy == "random" and RACE.budget == 8 and not RACE.known_open
 
 
 # ------------------------------------------------------------ buggy variant

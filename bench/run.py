@@ -1,0 +1,427 @@
+"""``python -m bench [--quick] [--json PATH]``: the issue-6 benchmarks, one run, one machine.
+
+Sections (each prints a markdown table; everything also lands in JSON):
+
+1. runtime throughput (:mod:`bench.runtime`): hand-offs/s, ratio to a hand-driven
+   coroutine loop, executions/s under ``random``, Hypothesis examples/s;
+2. time to the first failure of every documented buggy race, per strategy, over
+   several seeds (runs and seconds; median / min / max); search only, no shrink;
+3. the peer baseline: the same race model run live (:func:`harness.sim.repeat_live`:
+   Trio's scheduler, real scaled clock with jitter, no harness control), re-run
+   the way pytest-repeat does until the harness's oracle fails or a wall cap;
+4. shrinking: seconds and runs spent shrinking, the counterexample's deviations
+   and steps, against what ``exhaustive`` finds (fewest deviations);
+5. scale: the queue-backlog model at 1x / 10x / 100x event rate (wall seconds per
+   virtual second, peak traced memory) and a hunt's executions/s in one process
+   versus two processes in parallel.
+
+Races come from ``races.REGISTRY`` at run time; a race that errors gets an
+"error: ..." row and the bench moves on. Known-open races are measured but
+left out of the "found" targets.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+STRATEGIES = ("random", "pct", "hypothesis", "exhaustive")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Sizes of one bench run; ``quick`` is about a minute, ``full`` stays under ~25 minutes."""
+
+    quick: bool
+    seeds: int
+    search_cap: float  # wall seconds one search may take before it counts as "not found"
+    baseline_cap: float  # wall seconds of live re-runs per race
+    time_scale: float  # live runs: real seconds per virtual second
+    scale_duration: float  # virtual seconds of the queue-backlog load runs
+    hunt_runs: int  # executions in the -n 0 / -n 2 comparison
+    races: tuple[str, ...] | None = None  # None = every registered race
+
+    @classmethod
+    def make(cls, quick: bool, races: tuple[str, ...] | None = None) -> Settings:
+        if quick:
+            return cls(True, seeds=3, search_cap=3.0, baseline_cap=4.0, time_scale=0.01, scale_duration=4.0,
+                       hunt_runs=600, races=races)
+        # baseline cap: 10 min per race would make the full bench take over an hour; the cap used is printed
+        return cls(False, seeds=20, search_cap=10.0, baseline_cap=60.0, time_scale=0.01, scale_duration=30.0,
+                   hunt_runs=4000, races=races)
+
+
+def _mark(ok: bool | None) -> str:
+    return "" if ok is None else ("✔" if ok else "✘")
+
+
+def _err(exc: BaseException) -> str:
+    return f"error: {type(exc).__name__}: {str(exc)[:160]}"
+
+
+def _races(settings: Settings) -> dict[str, Any]:
+    from races import REGISTRY
+
+    if settings.races is None:
+        return dict(REGISTRY)
+    return {n: REGISTRY[n] for n in settings.races if n in REGISTRY}
+
+
+def _params(race: Any, fixed: bool) -> dict[str, Any]:
+    return {"fixed": fixed, **race.params}
+
+
+# --------------------------------------------------------------- 1 runtime
+def runtime(settings: Settings) -> list[dict[str, Any]]:
+    from bench import runtime as rt
+
+    return rt.run(quick=settings.quick)
+
+
+# ------------------------------------------------------ 2 time to failure
+def _search(race: Any, strategy: str, seed: int, cap: float) -> dict[str, Any]:
+    import harness as h
+
+    r = h.explore(
+        race.scenario, strategy=strategy, budget=h.Budget(runs=None, seconds=cap), seed=seed,
+        shrink_found=False, prove_minimal=False, **_params(race, False),
+    )
+    return {"found": r.found, "runs": r.first_found_run if r.found else r.runs, "seconds": r.seconds,
+            "violation": r.counterexample.violation.to_json() if r.counterexample else None}
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def time_to_failure(settings: Settings) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for name, race in _races(settings).items():
+        for strategy in STRATEGIES:
+            row: dict[str, Any] = {"race": name, "strategy": strategy, "known_open": race.known_open,
+                                   "default": strategy == race.strategy.partition(":")[0]}
+            try:
+                seeds = [0] if strategy == "exhaustive" else list(range(settings.seeds))  # exhaustive is deterministic
+                found = [_search(race, strategy, s, settings.search_cap) for s in seeds]
+                hits = [f for f in found if f["found"]]
+                row["seeds"] = len(seeds)
+                row["found"] = len(hits)
+                if hits:
+                    row["runs"] = _summary([float(f["runs"]) for f in hits])
+                    row["seconds"] = _summary([f["seconds"] for f in hits])
+                if row["default"] and not race.known_open:
+                    med = row["seconds"]["median"] if hits and len(hits) == len(seeds) else float("inf")
+                    row["target"] = "found in <= 1 s median (every seed)"
+                    row["ok"] = med <= 1.0
+            except Exception as exc:
+                row["error"] = _err(exc)
+                row["ok"] = False if row["default"] and not race.known_open else None
+            rows.append(row)
+            print(f"  time-to-failure {name} {strategy}: {_fmt_ttf(row)}", file=sys.stderr, flush=True)
+    return rows
+
+
+def _fmt_ttf(row: dict[str, Any]) -> str:
+    if "error" in row:
+        return str(row["error"])
+    if not row.get("found"):
+        return f"not found ({row['seeds']} seeds)"
+    r, s = row["runs"], row["seconds"]
+    miss = "" if row["found"] == row["seeds"] else f" ({row['found']}/{row['seeds']} seeds)"
+    return (f"{r['median']:.0f} [{r['min']:.0f}-{r['max']:.0f}] runs, "
+            f"{s['median']:.3f} [{s['min']:.3f}-{s['max']:.3f}] s{miss}")
+
+
+# ------------------------------------------------------------ 3 baseline
+def baseline(settings: Settings, ttf: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    import harness as h
+    from harness.sim import Violation, repeat_live
+
+    rows: list[dict[str, Any]] = []
+    for name, race in _races(settings).items():
+        row: dict[str, Any] = {"race": name, "known_open": race.known_open, "cap_seconds": settings.baseline_cap,
+                               "time_scale": settings.time_scale}
+        try:
+            # the oracle the harness trips: the live runs count only that one as "found"
+            r = h.explore(race.scenario, strategy=race.strategy, budget=h.Budget(runs=None, seconds=settings.search_cap),
+                          seed=0, shrink_found=False, prove_minimal=False, **_params(race, False))
+            target: Violation | None = r.counterexample.violation if r.counterexample else None
+            row["oracle"] = target.name if target else None
+            live = repeat_live(race.scenario, params=_params(race, False), runs=None, seconds=settings.baseline_cap,
+                               seed=0, time_scale=settings.time_scale, timeout=settings.baseline_cap, target=target)
+            row.update(found=live.found, runs=live.runs, seconds=live.seconds, other_failures=live.other_failures,
+                       outcome=live.outcome)
+            harness_s = next((t["seconds"]["median"] for t in ttf
+                              if t["race"] == name and t.get("default") and t.get("seconds")), None)
+            row["harness_median_seconds"] = harness_s
+            if live.found and harness_s:
+                row["ratio"] = live.seconds / harness_s
+            if not race.known_open:
+                row["target"] = ">= 100x fewer seconds than the baseline, or baseline not found within 10 min"
+                if live.found:
+                    row["ok"] = bool(row.get("ratio") and row["ratio"] >= 100)
+                else:
+                    # honest: a cap below 10 minutes cannot prove "not within 10 minutes"
+                    row["ok"] = True if settings.baseline_cap >= 600 else None
+        except Exception as exc:
+            row["error"] = _err(exc)
+        rows.append(row)
+        print(f"  baseline {name}: {row.get('outcome', row.get('error'))}", file=sys.stderr, flush=True)
+    return rows
+
+
+# -------------------------------------------------------------- 4 shrink
+def shrinking(settings: Settings) -> list[dict[str, Any]]:
+    import harness as h
+
+    rows: list[dict[str, Any]] = []
+    for name, race in _races(settings).items():
+        row: dict[str, Any] = {"race": name, "strategy": race.strategy, "known_open": race.known_open}
+        try:
+            budget = h.Budget(runs=None, seconds=settings.search_cap)
+            p = _params(race, False)
+            raw = h.explore(race.scenario, strategy=race.strategy, budget=budget, seed=0,
+                            shrink_found=False, prove_minimal=False, **p)
+            shr = h.explore(race.scenario, strategy=race.strategy, budget=budget, seed=0, prove_minimal=False, **p)
+            # what a user gets: shrink, then the exhaustive referee below the shrunk deviation count
+            full = h.explore(race.scenario, strategy=race.strategy, budget=budget, seed=0, **p)
+            ex = h.explore(race.scenario, strategy="exhaustive:2", budget=budget, seed=0, **p)
+            if full.counterexample is None or raw.first_found_run is None:
+                row["error"] = "not found by the default strategy (seed 0)"
+            else:
+                cx = full.counterexample
+                row.update(shrink_seconds=max(0.0, full.seconds - raw.seconds),
+                           shrink_runs=full.runs - (full.first_found_run or 0),
+                           raw_deviations=raw.counterexample.deviations if raw.counterexample else None,
+                           shrinker_deviations=shr.counterexample.deviations if shr.counterexample else None,
+                           deviations=cx.deviations, steps=cx.steps, proved_minimal=cx.proved_minimal)
+                if ex.counterexample is not None:
+                    row.update(min_deviations=ex.counterexample.deviations, min_steps=ex.counterexample.steps)
+                    row["target"] = "counterexample at the proved minimum (deviations)"
+                    row["ok"] = cx.deviations <= ex.counterexample.deviations
+                else:
+                    row["min_deviations"] = f"none within 2 deviations ({ex.verdict})"
+                    row["ok"] = None
+        except Exception as exc:
+            row["error"] = _err(exc)
+        rows.append(row)
+        print(f"  shrink {name}: {row.get('error') or (row['deviations'], row['steps'])}", file=sys.stderr, flush=True)
+    return rows
+
+
+# --------------------------------------------------------------- 5 scale
+def _load_run(scale: float, duration: float, traced: bool) -> tuple[float, float, int, str | None, float]:
+    from harness.sim import Limits, ReplayChooser, run_once
+    from races.volcano_queue_backlog import queue_backlog
+
+    limits = Limits(max_steps=100_000_000)
+    params = {"fixed": True, "scale": scale, "duration": duration}
+    if traced:
+        tracemalloc.start()
+    t = time.perf_counter()
+    out = run_once(queue_backlog, ReplayChooser([]), params=params, limits=limits)
+    wall = time.perf_counter() - t
+    peak = 0
+    if traced:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    v = out.violation.describe() if out.violation else None
+    return wall, out.end_time, peak, v, float(out.steps)
+
+
+def scale_load(settings: Settings) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for scale in (1.0, 10.0, 100.0):
+        row: dict[str, Any] = {"scale": f"{scale:g}x", "duration": settings.scale_duration}
+        try:
+            # 100x is ~100x the work: give it a tenth of the virtual time (the ratio is per virtual second)
+            duration = settings.scale_duration if scale < 100 else max(1.0, settings.scale_duration / 10)
+            wall, end, _, v, steps = _load_run(scale, duration, traced=False)
+            _, _, peak, _, _ = _load_run(scale, min(duration, 2.0 if settings.quick else 5.0), traced=True)
+            row.update(duration=duration, virtual_seconds=end, wall_seconds=wall, wall_per_virtual=wall / end if end else None,
+                       steps=steps, peak_mib=peak / 2**20, violation=v)
+            if scale == 10.0:
+                row["target"] = "< 1 wall s per virtual s (faster than real time)"
+                row["ok"] = bool(row["wall_per_virtual"] is not None and row["wall_per_virtual"] < 1.0)
+        except ModuleNotFoundError as exc:
+            row["error"] = f"error: {exc} (queue-backlog model not available)"
+        except Exception as exc:
+            row["error"] = _err(exc)
+        rows.append(row)
+        print(f"  scale {row['scale']}: {row.get('error') or round(row['wall_per_virtual'], 4)}", file=sys.stderr, flush=True)
+    return rows
+
+
+def _hunt_cmd(race: str, runs: int, seed: int, out: str) -> list[str]:
+    return [sys.executable, "-m", "harness", "hunt", race, "--variant", "fixed", "--strategy", "random",
+            "--budget", str(runs), "--seed", str(seed), "--json", "--report-dir", out]
+
+
+def _timed_procs(cmds: list[list[str]]) -> tuple[float, int]:
+    t = time.perf_counter()
+    procs = [subprocess.Popen(c, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for c in cmds]
+    runs = 0
+    for p in procs:
+        out, _ = p.communicate()
+        for line in out.splitlines():
+            if line.startswith("{"):
+                runs += int(json.loads(line)["runs"])
+    return time.perf_counter() - t, runs
+
+
+def parallel_hunt(settings: Settings) -> list[dict[str, Any]]:
+    races = _races(settings)
+    name = next((n for n in ("volcano_gang_close", "kruise_imagepulljob") if n in races), next(iter(races), None))
+    if name is None:
+        return [{"mode": "-", "error": "no race registered"}]
+    n = settings.hunt_runs
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            one_s, one_runs = _timed_procs([_hunt_cmd(name, n, 0, tmp + "/a")])
+            two_s, two_runs = _timed_procs([_hunt_cmd(name, n // 2, 1, tmp + "/b"), _hunt_cmd(name, n - n // 2, 2, tmp + "/c")])
+        except Exception as exc:
+            return [{"mode": "-", "error": _err(exc)}]
+    e1, e2 = one_runs / one_s, two_runs / two_s
+    what = (f"`python -m harness hunt {name} --variant fixed --strategy random`: {n} runs in 1 process vs "
+            f"{n // 2}+{n - n // 2} in 2 processes at once (wall time incl. interpreter start-up; {os.cpu_count()} CPUs)")
+    return [
+        {"mode": "-n 0 (1 process)", "runs": one_runs, "seconds": one_s, "executions_per_s": e1, "measured": what},
+        {"mode": "-n 2 (2 processes)", "runs": two_runs, "seconds": two_s, "executions_per_s": e2, "speedup": e2 / e1,
+         "target": ">= 1.7x the executions/s of -n 0", "ok": e2 / e1 >= 1.7, "measured": what},
+    ]
+
+
+# ------------------------------------------------------------- rendering
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _num(v: Any, fmt: str = "{:,.0f}") -> str:
+    return "-" if v is None else fmt.format(v) if isinstance(v, (int, float)) else str(v)
+
+
+def render(res: dict[str, Any]) -> str:
+    s = res["sections"]
+    parts = [f"# race-harness bench — {res['date']} — `{res['command']}`", "",
+             f"{res['machine']}; quick={res['quick']}; live time scale {res['settings']['time_scale']} s per virtual s", ""]
+    parts += ["## 1. Runtime throughput", ""]
+    parts.append(_table(["metric", "measured", "target", ""], [
+        [r["metric"], _num(r["value"], "{:,.1f}"), r["target"], _mark(r["ok"])] for r in s["runtime"]]))
+    parts += ["", f"## 2. Time to first failure (buggy variants; search only, no shrink; {res['settings']['seeds']} seeds; "
+              f"cap {res['settings']['search_cap']:g} s per search; runs and s as median [min-max])", ""]
+    parts.append(_table(["race", "strategy", "time to failure", "target", ""], [
+        [r["race"] + (" (known open)" if r["known_open"] else ""), r["strategy"] + (" *" if r["default"] else ""),
+         _fmt_ttf(r), r.get("target", ""), _mark(r.get("ok"))] for r in s["time_to_failure"]]))
+    parts += ["", "`*` = the race's default strategy; exhaustive is deterministic (one run of the search).", ""]
+    parts += [f"## 3. Peer baseline: live re-runs (Trio's scheduler, real clock x {res['settings']['time_scale']}, "
+              f"±20% jitter, no harness), pytest-repeat style, cap {res['settings']['baseline_cap']:g} s per race", ""]
+    parts.append(_table(["race", "baseline", "harness median", "ratio", "target", ""], [
+        [r["race"] + (" (known open)" if r["known_open"] else ""), r.get("outcome") or r.get("error", ""),
+         _num(r.get("harness_median_seconds"), "{:.3f} s"), _num(r.get("ratio"), "{:,.0f}x"),
+         r.get("target", ""), _mark(r.get("ok")) or ("? cap < 10 min" if "target" in r else "")]
+        for r in s["baseline"]]))
+    parts += ["", "## 4. Shrinking (default strategy, seed 0) against `exhaustive:2`", ""]
+
+    parts += ["Shrink = shrinker + minimality proof (the default pipeline); deviations: as found → after the shrinker "
+              "→ reported (proved minimal?).", ""]
+    heads = ["race", "shrink s", "shrink runs", "deviations", "steps", "exhaustive min (dev, steps)", ""]
+    parts.append(_table(heads, [
+        [r["race"], *(["", "", r["error"], "", "", "✘"] if "error" in r else [
+            _num(r["shrink_seconds"], "{:.3f}"), _num(r["shrink_runs"]),
+            f"{_num(r['raw_deviations'])} → {_num(r['shrinker_deviations'])} → {r['deviations']}"
+            + (" (proved)" if r.get("proved_minimal") else ""), str(r["steps"]),
+            f"{r['min_deviations']}, {_num(r.get('min_steps'))}", _mark(r.get("ok"))])]
+        for r in s["shrinking"]]))
+    parts += ["", "## 5. Scale", "", "Queue-backlog model (fixed variant, canonical run) at 1x/10x/100x event rate:", ""]
+    parts.append(_table(["load", "virtual s", "wall s", "wall s / virtual s", "steps", "peak MiB (tracemalloc)", "target", ""], [
+        [r["scale"], *(["", "", r["error"], "", "", "", ""] if "error" in r else [
+            _num(r["virtual_seconds"], "{:.1f}"), _num(r["wall_seconds"], "{:.2f}"), _num(r["wall_per_virtual"], "{:.4f}"),
+            _num(r["steps"]), _num(r["peak_mib"], "{:.1f}"), r.get("target", ""), _mark(r.get("ok"))])]
+        for r in s["scale"]]))
+    parts += ["", "Hunt executions/s, one process vs two in parallel:", ""]
+    parts.append(_table(["mode", "runs", "wall s", "executions/s", "speed-up", "target", ""], [
+        [r["mode"], *(["", "", r["error"], "", "", ""] if "error" in r else [
+            _num(r["runs"]), _num(r["seconds"], "{:.2f}"), _num(r["executions_per_s"], "{:,.0f}"),
+            _num(r.get("speedup"), "{:.2f}x"), r.get("target", ""), _mark(r.get("ok"))])]
+        for r in s["parallel"]]))
+    if s["parallel"] and "measured" in s["parallel"][0]:
+        parts += ["", f"Measured: {s['parallel'][0]['measured']}."]
+    return "\n".join(parts) + "\n"
+
+
+def run(quick: bool = False, races: tuple[str, ...] | None = None, settings: Settings | None = None,
+        sections: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """Run the bench and return the JSON-able result (``render`` makes the markdown)."""
+    st = settings or Settings.make(quick, races)
+    want = sections or ("runtime", "time_to_failure", "baseline", "shrinking", "scale", "parallel")
+    started = time.perf_counter()
+    out: dict[str, Any] = {
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": "python -m bench" + (" --quick" if st.quick else ""),
+        "quick": st.quick,
+        "machine": f"{platform.python_implementation()} {platform.python_version()}, {platform.machine()}, "
+                   f"{os.cpu_count()} CPUs",
+        "settings": st.__dict__ | {"races": list(st.races) if st.races else None},
+        "sections": {},
+    }
+    steps: list[tuple[str, Callable[[], list[dict[str, Any]]]]] = [
+        ("runtime", lambda: runtime(st)),
+        ("time_to_failure", lambda: time_to_failure(st)),
+        ("baseline", lambda: baseline(st, out["sections"].get("time_to_failure", []))),
+        ("shrinking", lambda: shrinking(st)),
+        ("scale", lambda: scale_load(st)),
+        ("parallel", lambda: parallel_hunt(st)),
+    ]
+    for name, fn in steps:
+        if name not in want:
+            out["sections"][name] = []
+            continue
+        print(f"bench: {name} ...", file=sys.stderr, flush=True)
+        t = time.perf_counter()
+        try:
+            out["sections"][name] = fn()
+        except Exception as exc:
+            out["sections"][name] = []
+            out.setdefault("errors", {})[name] = _err(exc)
+        print(f"bench: {name} done in {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
+    out["seconds"] = time.perf_counter() - started
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m bench", description="race-harness benchmarks (issue 6)")
+    p.add_argument("--quick", action="store_true", help="about one minute: fewer seeds, smaller caps")
+    p.add_argument("--json", default=str(ROOT / "bench" / "results.json"), metavar="PATH",
+                   help="where to write the JSON (default bench/results.json)")
+    p.add_argument("--markdown", default=None, metavar="PATH", help="also write the tables to PATH (for the README)")
+    p.add_argument("--race", action="append", default=None, metavar="RACE", help="only these races (repeatable)")
+    args = p.parse_args(argv)
+    res = run(quick=args.quick, races=tuple(args.race) if args.race else None)
+    text = render(res)
+    print(text)
+    Path(args.json).write_text(json.dumps(res, indent=2, default=str) + "\n")
+    if args.markdown:
+        Path(args.markdown).write_text(text)
+    print(f"(JSON: {args.json}; {res['seconds']:.0f} s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,42 @@
+"""Smoke test of ``python -m bench``: every section runs at tiny sizes and renders. No timing assertions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench import runtime
+from bench.run import Settings, render, run
+
+TINY = Settings(quick=True, seeds=1, search_cap=0.5, baseline_cap=0.3, time_scale=0.001, scale_duration=0.5, hunt_runs=4)
+
+
+def test_runtime_functions_run_at_tiny_sizes() -> None:
+    assert runtime.coroutine_loop(2, 50) > 0
+    assert runtime.scheduler_loop(2, 50) > 0
+    assert runtime.handoffs(2, 50) > 0
+    assert runtime.executions(3) > 0
+    assert runtime.hypothesis_examples(3) > 0
+
+
+@pytest.mark.slow
+def test_every_section_runs_and_renders() -> None:
+    from races import REGISTRY
+
+    if not REGISTRY:
+        pytest.skip("no race registered yet")
+    name = next(iter(REGISTRY))
+    settings = Settings(**{**TINY.__dict__, "races": (name,)})
+    res = run(settings=settings, sections=("time_to_failure", "baseline", "shrinking", "scale", "parallel"))
+    json.dumps(res, default=str)  # the JSON file can be written
+    assert "errors" not in res, res.get("errors")
+    s = res["sections"]
+    assert {r["race"] for r in s["time_to_failure"]} == {name}
+    assert {r["strategy"] for r in s["time_to_failure"]} == {"random", "pct", "hypothesis", "exhaustive"}
+    assert [r["race"] for r in s["baseline"]] == [name] and [r["race"] for r in s["shrinking"]] == [name]
+    assert [r["scale"] for r in s["scale"]] == ["1x", "10x", "100x"]
+    assert [r["mode"] for r in s["parallel"]][:1] in (["-n 0 (1 process)"], ["-"])
+    text = render(res)
+    for heading in ("## 1.", "## 2.", "## 3.", "## 4.", "## 5."):
+        assert heading in text

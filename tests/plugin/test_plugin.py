@@ -1,0 +1,186 @@
+"""The pytest plugin end to end, with pytester (in-process, and -n 2 in a subprocess)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+RACE_TESTS = """
+import pytest
+from tests.toys import lost_update, slow_liveness
+
+@pytest.mark.race(lost_update, fixed=True)
+def test_fixed(race):
+    race.explore()
+
+def test_buggy_expected(race):
+    r = race.explore(lost_update, expect="violation", fixed=False)
+    assert r.counterexample.deviations == 1
+
+def test_buggy_fails(race):
+    race.explore(lost_update, fixed=False)
+
+def test_order_fails(race):
+    race.explore(slow_liveness, fixed=False)
+
+def test_not_a_race():
+    pass
+"""
+
+
+@pytest.fixture
+def ptr(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.syspath_prepend(str(ROOT))
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--race-budget=200")
+    pytester.makepyfile(test_races=RACE_TESTS)
+    return pytester
+
+
+def test_plugin_import_is_cheap() -> None:
+    code = "import sys, harness.pytest_plugin; print(sorted(m for m in ('trio','rich','hypothesis') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
+
+
+def test_help_lists_one_group_of_options(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    text = result.stdout.str()
+    assert "race-harness: deterministic race exploration" in text
+    for opt in ("--race-seed=N|random|last", "--race-budget=RUNS|SECONDSs", "--race-strategy=NAME",
+                "--race-hunt=MINUTES", "--race-report=DIR", "--race-replay=FILE"):
+        assert opt in text, opt
+    assert "race_seed" in text  # ini twin
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--race-seed=abc"], "--race-seed=N (a non-negative integer), random or last"),
+        (["--race-budget=lots"], "--race-budget=RUNS (e.g. 500) or SECONDSs (e.g. 30s)"),
+        (["--race-strategy=dfs"], "--race-strategy=NAME with NAME one of random, pct"),
+        (["--race-hunt=-3"], "--race-hunt=MINUTES"),
+        (["--race-replay=nope.json"], "--race-replay=FILE"),
+        (["-p", "no:cacheprovider", "--race-seed=last"], "no previous seed"),
+    ],
+)
+def test_bad_values_are_usage_errors_naming_the_form(ptr: pytest.Pytester, args: list[str], needle: str) -> None:
+    result = ptr.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert needle in result.stderr.str()
+
+
+def test_ini_options_mirror_the_command_line(ptr: pytest.Pytester) -> None:
+    ptr.makeini("[pytest]\nrace_seed = 4242\nrace_budget = 20\n")
+    result = ptr.runpytest("-k", "fixed")
+    result.stdout.fnmatch_lines(["race-harness: seed=4242 (--race-seed=4242 to repeat), budget=20*"])
+
+
+def test_marker_is_registered(ptr: pytest.Pytester) -> None:
+    result = ptr.runpytest("--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.race(scenario=None, *, expect='clean', **params)*"])
+    result = ptr.runpytest("--strict-markers", "-m", "race", "--race-seed=1")
+    result.assert_outcomes(passed=2, failed=2, deselected=1)
+
+
+def test_failure_shows_program_seed_replay_and_report(ptr: pytest.Pytester) -> None:
+    result = ptr.runpytest("--race-seed=11", "--race-report=out")
+    result.assert_outcomes(passed=3, failed=2)
+    text = result.stdout.str()
+    assert "race-harness: seed=11 (--race-seed=11 to repeat)" in text
+    assert "minimal counterexample:" in text and "<- choice" in text and "=> oracle violated" in text
+    seed = re.search(r"seed:    (\d+) \(session --race-seed=11\)", text)
+    assert seed is not None
+    assert re.search(r"replay:  python -m harness replay \S+test_races.py-test_buggy_fails.json", text)
+    report = re.search(r"report:  (\S+test_races.py-test_buggy_fails.html)", text)
+    assert report is not None and Path(report.group(1)).is_file()
+    out = ptr.path / "out"
+    assert (out / "index.html").is_file() and (out / ".gitignore").read_text().strip().endswith("*")
+    data = json.loads((out / "test_races.py-test_buggy_fails.json").read_text())
+    assert data["seed"] == int(seed.group(1))
+
+
+def test_seed_last_reuses_the_previous_session_seed(ptr: pytest.Pytester) -> None:
+    ptr.runpytest("--race-seed=31337", "-k", "fixed")
+    result = ptr.runpytest("--race-seed=last", "-k", "fixed")
+    result.stdout.fnmatch_lines(["race-harness: seed=31337 *"])
+
+
+def test_random_seed_is_echoed_and_changes(ptr: pytest.Pytester) -> None:
+    seeds = set()
+    for _ in range(2):
+        text = ptr.runpytest("-k", "fixed").stdout.str()
+        m = re.search(r"race-harness: seed=(\d+)", text)
+        assert m is not None
+        seeds.add(m.group(1))
+    assert len(seeds) == 2
+
+
+def test_replay_reproduces_the_failure_and_skips_other_scenarios(ptr: pytest.Pytester) -> None:
+    ptr.runpytest("--race-seed=11", "--race-report=out")
+    trace = ptr.path / "out" / "test_races.py-test_buggy_fails.json"
+    result = ptr.runpytest(f"--race-replay={trace}", "--race-report=replayed", "-rs")
+    # the lost_update tests replay the stored choices; the order_violation one is skipped
+    result.assert_outcomes(passed=2, failed=1, skipped=2)
+    assert "--race-replay replays tests.toys:lost_update(fixed=False); this test explores" in result.stdout.str()
+
+
+def test_junit_xml_carries_seed_verdict_and_trace(ptr: pytest.Pytester) -> None:
+    ptr.runpytest("--race-seed=11", "--race-report=out", "--junitxml=junit.xml", "-o", "junit_family=xunit1")
+    tree = ET.parse(ptr.path / "junit.xml")
+    case = next(c for c in tree.iter("testcase") if c.get("name") == "test_buggy_fails")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["race_verdict"] == "found" and props["race_session_seed"] == "11"
+    assert props["race_seed"].isdigit() and props["race_trace"].endswith("test_races.py-test_buggy_fails.json")
+
+
+def _failed(text: str) -> set[str]:
+    return set(re.findall(r"^FAILED (\S+)", text, re.M))
+
+
+def test_xdist_reports_what_a_single_process_reports(ptr: pytest.Pytester) -> None:
+    single = ptr.runpytest_subprocess("-n", "0", "--race-seed=5", "--race-report=one", "-p", "no:randomly")
+    multi = ptr.runpytest_subprocess("-n", "2", "--race-seed=5", "--race-report=two", "-p", "no:randomly")
+    assert single.ret == multi.ret == pytest.ExitCode.TESTS_FAILED
+    assert _failed(single.stdout.str()) == _failed(multi.stdout.str()) and len(_failed(single.stdout.str())) == 2
+    one = sorted(p.name for p in (ptr.path / "one").glob("*.json"))
+    two = sorted(p.name for p in (ptr.path / "two").glob("*.json"))
+    assert one == two and len(one) == 3
+    for name in one:  # same seed => the same counterexample, whichever process found it
+        a = json.loads((ptr.path / "one" / name).read_text())
+        b = json.loads((ptr.path / "two" / name).read_text())
+        assert a["digest"] == b["digest"]
+    assert (ptr.path / "two" / "index.html").is_file()
+
+
+def test_hunt_shards_collect_identically_on_workers_and_deduplicate(ptr: pytest.Pytester) -> None:
+    ptr.makepyfile(
+        test_races="""
+from tests.toys import lost_update
+
+def test_lost(race):
+    race.explore(lost_update, fixed=False)
+"""
+    )
+    collected = ptr.runpytest("--race-hunt=0.01", "--collect-only", "-q")
+    assert [ln for ln in collected.stdout.lines if "::" in ln] == [
+        f"test_races.py::test_lost[shard{i}]" for i in range(4)
+    ]
+    result = ptr.runpytest_subprocess("-n", "2", "--race-hunt=0.01", "--race-seed=3", "--race-report=hunt")
+    text = result.stdout.str()
+    assert "Different tests were collected" not in text
+    result.assert_outcomes(failed=4)
+    assert "4 with a violation" in text
+    m = re.search(r"(\d+) distinct", text)
+    assert m is not None and 1 <= int(m.group(1)) <= 4
+    assert text.count("found ") >= 1 and "seeds " in text and "report " in text

@@ -1,0 +1,177 @@
+"""kubernetes-sigs/kueue#5511 (fix PR #5587, c5eaee29): second-pass entries outlive the workload delete.
+
+Two registry entries share one scenario:
+
+* ``kueue_second_pass``: test A's ``AfterEach`` deletes wl1 0.3 s after the node failure,
+  inside the 1 s ``AfterFunc`` window. The upstream test sequence always lands there, so
+  the buggy variant fails canonically (0 deviations); the fix is proved clean.
+* ``kueue_second_pass_residual`` (known open): the delete lands between ``takeAllReady`` and
+  ``requeueAndUpdate``; the fixed code re-prequeues the captured object (1 deviation).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import harness
+from harness.kube import KubeObject
+from harness.sim import ReplayChooser, RunOutcome
+from races import REGISTRY
+from races.kueue_second_pass import (
+    NODE_TO_REPLACE,
+    RACES,
+    Info,
+    Scheduler,
+    SecondPassQueue,
+    scenario,
+)
+
+RACE, RESIDUAL = RACES
+SAFETY = "no Heads() result or preemption target for a deleted workload"
+STALE = (
+    "Heads() returned workload test-a/wl1 at t={t}, after the queue manager observed its DELETE at t={d}: "
+    "a deleted workload outlives its delete in the second-pass queue"
+)
+
+
+def _labels(trace: Any) -> list[str]:
+    return [r.label for r in trace]
+
+
+def _in_order(labels: list[str], events: tuple[str, ...]) -> bool:
+    i = 0
+    for label in labels:
+        if i < len(events) and events[i] in label:
+            i += 1
+    return i == len(events)
+
+
+def _run(choices: list[int], **params: Any) -> RunOutcome:
+    return harness.run_once(scenario, ReplayChooser(choices), params=params)
+
+
+def test_registered_with_upstream_reference() -> None:
+    assert REGISTRY["kueue_second_pass"] is RACE and REGISTRY["kueue_second_pass_residual"] is RESIDUAL
+    assert RACE.upstream == "kubernetes-sigs/kueue#5511 (fix PR #5587, c5eaee29)"
+    assert not RACE.known_open and RESIDUAL.known_open
+    assert RESIDUAL.params == {"teardown_after": 1.0}
+
+
+# ------------------------------------------------ the queue alone (upstream unit test)
+def _needing_second_pass(name: str) -> KubeObject:
+    return KubeObject(
+        "Workload",
+        "default",
+        name,
+        annotations={NODE_TO_REPLACE: "x1"},
+        spec={"pods": 2},
+        status={"admission": {"clusterQueue": "tas-main", "topology": ["x1", "x2"]}},
+    )
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_second_pass_queue_mirrors_TestQueueSecondPassIfNeeded(fixed: bool) -> None:
+    """``QueueSecondPassIfNeeded``; ``deleteByKey``; the 1 s clock step; ``takeAllReady``."""
+    foo, second = _needing_second_pass("foo"), _needing_second_pass("second")
+    q = SecondPassQueue(fixed)
+    for w in (foo, second):
+        if fixed:
+            q.prequeue(w)  # QueueSecondPassIfNeeded, before clock.AfterFunc
+    q.delete_by_key("default/foo")  # deleted in the meanwhile
+    for w in (foo, second):  # the timers fire
+        info = Info(w, "tas-main")
+        if fixed:
+            q.queue(info)
+        else:
+            q.offer(info)
+    ready = sorted(i.key for i in q.take_all_ready())
+    assert ready == (["default/second"] if fixed else ["default/foo", "default/second"])
+    assert q.take_all_ready() == []
+
+
+# ------------------------------------------------------------ buggy variant
+def test_buggy_found_at_once_with_zero_deviations() -> None:
+    result = harness.explore(scenario, strategy="random", budget=RACE.budget, seed=0, fixed=False)
+    assert result.verdict == "found" and result.first_found_run == 1
+    cx = result.counterexample
+    assert cx is not None
+    assert cx.proved_minimal is True and cx.deviations == 0
+    assert _in_order(_labels(cx.trace), RACE.key_events)
+    assert cx.violation.name == SAFETY
+    assert cx.violation.message == STALE.format(t="1.250", d="0.550")
+    assert cx.replay().violation is not None
+
+
+def test_exhaustive_agrees_on_the_minimum() -> None:
+    result = harness.explore(scenario, strategy="exhaustive:1", fixed=False)
+    assert result.counterexample is not None and result.counterexample.deviations == 0 and result.runs == 1
+
+
+def test_canonical_run_serves_the_stale_entry_when_the_timer_fires() -> None:
+    out = _run([], fixed=False)
+    assert out.violation is not None and out.deviations == 0
+    assert out.violation.name == SAFETY and out.violation.time == pytest.approx(1.25)
+    labels = _labels(out.trace)
+    # the delete is observed 0.3 s after the node failure, well inside the 1 s window
+    assert labels.index("informer/Workload deliver DELETED test-a/wl1 rv=11") < labels.index(
+        "AfterFunc(1s) fires: queueSecondPass test-a/wl1"
+    )
+
+
+# ------------------------------------------------------------ fixed variant
+def test_fixed_clean_under_the_same_budget_and_proved_to_two_deviations() -> None:
+    assert harness.explore(scenario, strategy="random", budget=RACE.budget, seed=0, fixed=True).verdict == "none-found"
+    assert harness.explore(scenario, strategy="exhaustive:2", budget=5000, fixed=True).verdict == "proved-clean"
+
+
+def test_fixed_canonical_run_admits_both_test_b_workloads() -> None:
+    out = _run([], fixed=True)
+    assert out.violation is None
+    labels = _labels(out.trace)
+    assert "patch_status Workload test-b/wl1" in labels and "patch_status Workload test-b/wl2" in labels
+    # the timer still fires, but finds the key no longer pre-queued
+    assert "AfterFunc(1s) fires: queueSecondPass test-a/wl1" in labels
+
+
+def test_liveness_oracle_fires_when_test_b_cannot_admit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The liveness oracle can fail: a scheduler that never fits test B's workloads."""
+    original = Scheduler.get_assignments
+
+    def no_fit_in_b(self: Scheduler, e: Any, cq: Any, snap: Any) -> None:
+        original(self, e, cq, snap)
+        if e.info.obj.namespace == "test-b":
+            e.mode, e.targets = "NoFit", []
+
+    monkeypatch.setattr(Scheduler, "get_assignments", no_fit_in_b)
+    out = _run([], fixed=True)
+    assert out.violation is not None
+    assert out.violation.name == "test-b: all of wl1, wl2 admitted within 10 s"
+    assert "did not happen within 10 virtual seconds" in out.violation.message
+
+
+# ------------------------------------------------------- residual (known open)
+def test_residual_window_stays_open_in_the_fixed_variant() -> None:
+    result = harness.explore(scenario, strategy="random", budget=RESIDUAL.budget, seed=0, fixed=True, **RESIDUAL.params)
+    assert result.verdict == "found"  # known open: #5587 does not close it
+    cx = result.counterexample
+    assert cx is not None
+    assert cx.proved_minimal is True and cx.deviations == 1
+    assert _in_order(_labels(cx.trace), RESIDUAL.key_events)
+    assert cx.violation.message == STALE.format(t="2.250", d="1.250")
+    # the delete is observed after takeAllReady handed the entry to the scheduler, before requeueAndUpdate
+    labels = _labels(cx.trace)
+    fired = labels.index("AfterFunc(1s) fires: queueSecondPass test-a/wl1")
+    heads = labels.index("Heads: wait for pending workloads (sync.Cond)", fired)
+    delete = labels.index("informer/Workload deliver DELETED test-a/wl1 rv=11")
+    get_ns = labels.index("get Namespace test-a", heads)
+    assert heads < delete < get_ns
+    exhaustive = harness.explore(scenario, strategy="exhaustive:1", fixed=True, **RESIDUAL.params)
+    assert exhaustive.counterexample is not None and exhaustive.counterexample.deviations == 1
+
+
+def test_residual_canonical_order_is_clean_when_fixed_and_fails_when_buggy() -> None:
+    assert _run([], fixed=True, **RESIDUAL.params).violation is None
+    buggy = harness.explore(scenario, strategy="random", budget=RESIDUAL.budget, seed=0, fixed=False, **RESIDUAL.params)
+    assert buggy.counterexample is not None and buggy.counterexample.deviations == 0

@@ -1,0 +1,169 @@
+"""volcano-sh/volcano#3374 and #3563: stale deletes of a re-created PodGroup (races/volcano_deleted_jobs.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+import harness
+from harness.kube import WorkQueue
+from harness.sim import ReplayChooser
+from races import REGISTRY
+from races.volcano_deleted_jobs import Cluster, JobInfo, job_terminated, scenario, scenario_api
+
+RACE = REGISTRY["volcano_deleted_jobs"]
+API_RACE = REGISTRY["volcano_deleted_jobs_api"]
+
+
+def assert_in_order(labels: Sequence[str], events: Sequence[str]) -> None:
+    i = 0
+    for event in events:
+        while i < len(labels) and event not in labels[i]:
+            i += 1
+        assert i < len(labels), f"key event {event!r} missing (in order) from the counterexample"
+        i += 1
+
+
+@pytest.fixture(scope="module")
+def buggy() -> harness.Result:
+    return harness.explore(scenario, strategy="random", budget=RACE.budget, seed=0, fixed=False)
+
+
+@pytest.fixture(scope="module")
+def api_buggy() -> harness.Result:
+    return harness.explore(
+        scenario_api, strategy="random", budget=API_RACE.budget, seed=0, fixed=False, **API_RACE.params
+    )
+
+
+# ------------------------------------------------------------ volcano#3374
+def test_registry_entries() -> None:
+    assert RACE.upstream == "volcano-sh/volcano#3374 (fix PR #3375, 2832dfe1)"
+    assert not RACE.known_open
+    assert API_RACE.upstream == "volcano-sh/volcano#3563 (fix PR #3561, ed254101)"
+    assert API_RACE.known_open
+
+
+def test_buggy_variant_is_found(buggy: harness.Result) -> None:
+    assert buggy.verdict == "found" and buggy.counterexample is not None
+    assert buggy.counterexample.violation.name == "cleanup deletes only its own job"
+
+
+def test_counterexample_has_the_key_events_in_order(buggy: harness.Result) -> None:
+    assert buggy.counterexample is not None
+    assert_in_order([r.label for r in buggy.counterexample.trace], RACE.key_events)
+
+
+def test_the_only_deviation_is_the_prompt_scale_up(buggy: harness.Result) -> None:
+    cx = buggy.counterexample
+    assert cx is not None and cx.proved_minimal is True
+    [deviation] = [r for r in cx.trace if r.choice]
+    assert deviation.kind == "choose" and deviation.label.startswith("user: pause before scaling back up")
+    exhaustive = harness.explore(scenario, strategy="exhaustive:1", fixed=False)
+    assert exhaustive.counterexample is not None
+    assert cx.deviations == exhaustive.counterexample.deviations == 1
+
+
+def test_stale_retry_fires_after_the_new_job_exists(buggy: harness.Result) -> None:
+    cx = buggy.counterexample
+    assert cx is not None
+    recs = list(cx.trace)
+    created = max(r.time for r in recs if r.label.startswith("create PodGroup"))
+    gone = next(r.time for r in recs if "deliver DELETED default/rs1-1" in r.label)
+    assert created == gone == 30.5  # the user scales up as soon as kubectl wait returns
+    last = recs[-2]
+    assert last.label.startswith("DeletedJobs ready JobInfo") and last.time > created + 10
+
+
+def test_oracle_wording_names_both_pod_group_uids(buggy: harness.Result) -> None:
+    assert buggy.counterexample is not None
+    msg = buggy.counterexample.violation.message
+    assert msg.startswith("processCleanupJob dequeued JobInfo default/podgroup-uid-0001 (PgUID uid-0002)")
+    assert "but deleted sc.Jobs[default/podgroup-uid-0001] = JobInfo default/podgroup-uid-0001 (PgUID uid-0005)" in msg
+    assert "(PodGroup set, 1 task(s))" in msg
+
+
+def test_fixed_variant_is_clean_under_the_same_budget() -> None:
+    result = harness.explore(scenario, strategy="random", budget=RACE.budget, seed=0, fixed=True)
+    assert result.verdict == "none-found"
+
+
+def test_fixed_variant_is_proved_clean_up_to_one_deviation() -> None:
+    assert harness.explore(scenario, strategy="exhaustive:1", fixed=True).verdict == "proved-clean"
+
+
+@pytest.mark.slow
+def test_fixed_variant_is_proved_clean_up_to_two_deviations() -> None:  # about 50 s
+    result = harness.explore(scenario, strategy="exhaustive:2", budget=20_000, fixed=True)
+    assert result.verdict == "proved-clean"
+
+
+def test_canonical_run_lets_the_retry_drain_before_the_scale_up() -> None:
+    out = harness.run_once(scenario, ReplayChooser([]), params={"fixed": False})
+    assert out.violation is None
+    recs = list(out.trace)
+    scale_up = [r.time for r in recs if r.label == "patch ReplicaSet default/rs1"][-1]
+    last_retry = max(r.time for r in recs if r.label.startswith("DeletedJobs ready"))
+    assert last_retry == pytest.approx(41.445)
+    assert scale_up == 50.5 > last_retry
+    assert any(r.label == "patch Pod default/rs1-2" and r.time == 51.0 for r in recs)  # the new pod is bound
+
+
+def test_job_info_is_an_identity_queue_item() -> None:
+    async def check(world: harness.World) -> None:
+        q: WorkQueue[JobInfo] = WorkQueue(world, "DeletedJobs")
+        old, new = JobInfo("default/podgroup-x"), JobInfo("default/podgroup-x")
+        q.add(old)
+        q.add(new)
+        q.add(old)
+        assert len(q) == 2  # same key, two incarnations: never deduplicated
+        assert job_terminated(old)
+
+    assert harness.run_once(check, ReplayChooser([])).violation is None
+
+
+def test_cluster_operations_drive_a_full_cycle() -> None:
+    async def cycle(world: harness.World) -> None:
+        c = Cluster(world, fixed=True, rs_workers=1)
+        world.at_end(c.check_every_pod_group_cached, "every PodGroup has its JobInfo")
+        await c.start(replicas=1)
+        await c.scale_to(0)
+        await c.wait_until_pods_gone()
+        await c.scale_to(1)
+        c.expect_bound_within(10.0)
+        await c.wait_until_bound()
+        world.horizon = world.now + 15.0
+
+    out = harness.run_once(cycle, ReplayChooser([]))
+    assert out.violation is None
+
+
+# ------------------------------------------------------ volcano#3563 (API)
+def test_api_buggy_variant_fails_in_canonical_order(api_buggy: harness.Result) -> None:
+    cx = api_buggy.counterexample
+    assert cx is not None and cx.deviations == 0 and cx.proved_minimal is True
+    assert_in_order([r.label for r in cx.trace], API_RACE.key_events)
+    assert cx.violation.message.startswith("'pod bound within 10s of the scale-up' did not happen")
+    out = harness.run_once(scenario_api, ReplayChooser([]), params={"fixed": False, **API_RACE.params})
+    assert out.violation is not None and out.violation.same_bug(cx.violation)
+
+
+def test_api_stale_event_deletes_the_pod_group_the_worker_created(api_buggy: harness.Result) -> None:
+    cx = api_buggy.counterexample
+    assert cx is not None
+    created = next(r for r in cx.trace if r.label.startswith("create PodGroup"))
+    assert created.actor == "pg-controller/worker"
+    deleted = [r for r in cx.trace if r.label == f"delete {created.key}"]
+    assert deleted and deleted[0].actor == "pg-controller/rs-handler" and deleted[0].step > created.step
+
+
+def test_api_upstream_fix_is_known_open() -> None:
+    """PR #3561 re-creates the PodGroup only when its (stale) lister says NotFound."""
+    result = harness.explore(scenario_api, strategy="exhaustive:1", fixed=True, **API_RACE.params)
+    assert result.verdict == "found" and result.counterexample is not None
+    assert result.counterexample.deviations == 1
+    assert result.counterexample.violation.name == "pod bound within 10s of the scale-up"
+    assert harness.run_once(
+        scenario_api, ReplayChooser([]), params={"fixed": True, **API_RACE.params}
+    ).violation is None
