@@ -135,12 +135,12 @@ def render_summary(entries: list[ReportEntry], console: Any, *, title: str | Non
     """
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left")
-    table.add_column("race")
-    table.add_column("variant")
-    table.add_column("verdict")
-    for col in ("runs", "seconds", "deviations", "steps"):
-        table.add_column(col, justify="right")
+    table = Table(title=title, title_justify="left", padding=(0, 1))
+    table.add_column("race", no_wrap=True)
+    table.add_column("variant", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    for col in ("runs", "seconds", "dev.", "steps"):
+        table.add_column(col, justify="right", no_wrap=True)
     for e in entries:
         style = "bold red" if e.found and not e.known_open else "yellow" if e.known_open else "green"
         if not e.expected:
@@ -148,13 +148,22 @@ def render_summary(entries: list[ReportEntry], console: Any, *, title: str | Non
         table.add_row(
             e.name,
             e.variant,
-            f"[{style}]{_rich_escape(verdict_words(e))}[/]",
+            f"[{style}]{_rich_escape(_short_verdict(e))}[/]",
             f"{e.runs:,}",
             f"{e.seconds:.2f}",
             "—" if e.deviations is None else str(e.deviations),
             "—" if e.steps is None else str(e.steps),
         )
     console.print(table)
+
+
+def _short_verdict(e: ReportEntry) -> str:
+    """A terminal-width verdict: the index and the outcome sentence carry the long form."""
+    words = {"found": "found", "none-found": "clean (sampled)", "proved-clean": "proved clean"}
+    text = words.get(e.verdict, e.verdict)
+    if e.known_open and e.found:
+        text += " (known open)"
+    return text if e.expected else f"{text} UNEXPECTED"
 
 
 def _rich_escape(text: str) -> str:
