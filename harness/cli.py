@@ -160,7 +160,7 @@ def _hunt(args: argparse.Namespace) -> int:
                     print(json.dumps(_json_line(entry)), flush=True)
                 elif console is not None:
                     mark = "ok" if entry.expected else "UNEXPECTED"
-                    console.print(f"[{mark}] {name} ({variant}): {result.outcome}", markup=False, highlight=False)
+                    console.print(f"[{mark}] {name} ({variant}): {result.outcome}", markup=False, highlight=False, soft_wrap=True)
                 if result.verdict == "interrupted":
                     raise KeyboardInterrupt
     except KeyboardInterrupt:

@@ -139,7 +139,7 @@ def render_summary(entries: list[ReportEntry], console: Any, *, title: str | Non
     table.add_column("race", no_wrap=True)
     table.add_column("variant", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
-    for col in ("runs", "seconds", "dev.", "steps"):
+    for col in ("runs", "seconds", "deviations", "steps"):
         table.add_column(col, justify="right", no_wrap=True)
     for e in entries:
         style = "bold red" if e.found and not e.known_open else "yellow" if e.known_open else "green"

@@ -1,0 +1,30 @@
+"""Every registered race through the pytest plugin's ``race`` fixture: buggy found, fixed clean.
+
+These are the tests ``pytest --race-hunt=MINUTES -n auto`` multiplies into
+shards to hunt for longer; in a plain run each uses the race's own budget.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from races import REGISTRY, Race
+
+RACES = list(REGISTRY.values())
+
+
+@pytest.mark.parametrize("spec", RACES, ids=[r.name for r in RACES])
+def test_buggy_variant_is_found(race: Any, spec: Race) -> None:
+    result = race.explore(
+        spec.scenario, expect="violation", budget=spec.budget, strategy=spec.strategy, fixed=False, **spec.params
+    )
+    assert result.counterexample is not None and result.counterexample.proved_minimal is not False
+
+
+@pytest.mark.parametrize("spec", RACES, ids=[r.name for r in RACES])
+def test_fixed_variant_is_clean_unless_known_open(race: Any, spec: Race) -> None:
+    expect = "violation" if spec.known_open else "clean"
+    budget = min(spec.budget, 4) if spec.name == "volcano_queue_backlog" else spec.budget  # ~3 s per 600 s run
+    race.explore(spec.scenario, expect=expect, budget=budget, strategy=spec.strategy, fixed=True, **spec.params)
