@@ -113,17 +113,12 @@ def hypothesis_examples(n: int) -> float:
 
 
 def shrink_toy() -> tuple[float, int, int]:
+    """Hypothesis on the 2-deviation toy: seconds and runs spent after the first failure, deviations."""
     from tests.toys import order_violation
 
-    found = h.explore(order_violation, strategy="hypothesis", budget=5000, seed=1, prove_minimal=False)
-    assert found.counterexample is not None
-    first = found.first_found_run or 0
-    # time only the shrink: re-run with the same seed and subtract the search
-    t = time.perf_counter()
-    h.explore(order_violation, strategy="hypothesis", budget=5000, seed=1, prove_minimal=False)
-    total = time.perf_counter() - t
-    raw = h.explore(order_violation, strategy="hypothesis", budget=5000, seed=1, prove_minimal=False, shrink_found=False)
-    return total, found.runs - first + (raw.runs - first), found.counterexample.deviations
+    r = h.explore(order_violation, strategy="hypothesis", budget=5000, seed=1, prove_minimal=False)
+    assert r.counterexample is not None and r.first_found_run is not None and r.first_found_seconds is not None
+    return r.seconds - r.first_found_seconds, r.runs - r.first_found_run, r.counterexample.deviations
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
@@ -142,5 +137,9 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     rows.append({"metric": "executions/s, random, 3x10 (one trio.run each)", "value": ex, "target": ">= 1,500", "ok": ex >= 1500})
     hy = hypothesis_examples(300 if quick else 2000)
     rows.append({"metric": "hypothesis examples/s (deviation draws)", "value": hy, "target": ">= 250", "ok": hy >= 250})
+    secs, runs, dev = shrink_toy()
+    rows.append({"metric": "shrink the 2-deviation toy: seconds", "value": secs, "target": "<= 0.5", "ok": secs <= 0.5})
+    rows.append({"metric": "shrink the 2-deviation toy: examples", "value": runs, "target": "<= 200", "ok": runs <= 200})
+    rows.append({"metric": "shrunk deviations (exhaustive minimum: 2)", "value": dev, "target": "= 2", "ok": dev == 2})
     _ = ReplayChooser
     return rows

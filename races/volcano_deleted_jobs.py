@@ -25,12 +25,14 @@ for the first one, which consults the (possibly stale) PodGroup lister.
 Modelled from volcano-sh/volcano at ``2832dfe1^`` (and ``ed254101`` for #3561), read there:
 
 * ``pkg/scheduler/cache/cache.go`` ``deleteJob``/``retryDeleteJob``/``processCleanupJob``
-  (one goroutine), ``Snapshot``, ``Bind`` -> :class:`SchedulerCache`, :class:`Scheduler`;
-* ``pkg/scheduler/cache/event_handlers.go`` ``getOrCreateJob``, ``addTask``, ``addPod``,
-  ``updatePod`` (``deletePod(old)`` then ``addPod(new)``), ``deletePod``, ``deleteTask``,
-  ``setPodGroup``, ``deletePodGroup`` -> same names on :class:`SchedulerCache`;
-* ``pkg/scheduler/api/job_info.go`` ``JobInfo``, ``SetPodGroup``, ``UnsetPodGroup``;
-  ``helpers.go`` ``JobTerminated``, ``getTaskStatus``;
+  (one goroutine), ``Snapshot``, and ``event_handlers.go`` ``getOrCreateJob``, ``addTask``,
+  ``addPod``, ``updatePod`` (``deletePod(old)`` then ``addPod(new)``), ``deletePod``,
+  ``deleteTask``, ``setPodGroup``, ``deletePodGroup``; ``pkg/scheduler/api/job_info.go``
+  ``JobInfo``, ``SetPodGroup``, ``UnsetPodGroup``; ``helpers.go`` ``JobTerminated``,
+  ``getTaskStatus`` -> the scheduler-cache model shared with ``volcano_gang_close`` in
+  :mod:`races._volcano_cache` (``fixed`` here is its ``fixed_3375``); this module's
+  :class:`SchedulerCache` only adds the cleanup oracle's hook;
+* ``cache.go`` ``Bind`` -> :class:`Scheduler`;
 * ``pkg/controllers/podgroup/pg_controller.go`` ``processNextReq`` and
   ``pg_controller_handler.go`` ``addPod``, ``addReplicaSet``/``updateReplicaSet``,
   ``createNormalPodPGIfNotExist``, ``updatePodAnnotations`` -> :class:`PodGroupController`.
@@ -79,7 +81,6 @@ from harness.kube import (
     APIServer,
     Conflict,
     Controller,
-    DeletedFinalStateUnknown,
     Informer,
     KubeObject,
     NotFound,
@@ -89,205 +90,40 @@ from harness.kube import (
 )
 from harness.sim import World
 from harness.stateful import RaceMachine, integers, rule, sampled_from
+from races import _volcano_cache
 from races._registry import Race
+from races._volcano_cache import GROUP_NAME_ANNOTATION as GROUP_NAME_ANNOTATION
+from races._volcano_cache import JobInfo as JobInfo
+from races._volcano_cache import TaskInfo as TaskInfo
+from races._volcano_cache import job_terminated as job_terminated
 
 NAMESPACE = "default"
 RS_NAME = "rs1"
 SCHEDULER_NAME = "volcano"
 NODE = "node-1"
-GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"  # scheduling.KubeGroupNameAnnotationKey
 PODGROUP_NAME_PREFIX = "podgroup-"  # batchv1alpha1.PodgroupNamePrefix
 
 
-# ----------------------------------------------------------------- api types
-def task_status(pod: KubeObject) -> str:
-    """``getTaskStatus`` (``pkg/scheduler/api/helpers.go``) for the phases the model uses."""
-    phase = pod.status.get("phase", "Pending")
-    if pod.deletion_timestamp is not None and phase in ("Pending", "Running"):
-        return "Releasing"
-    if phase == "Pending":
-        return "Bound" if pod.spec.get("nodeName") else "Pending"
-    return str(phase)
+# -------------------------------------------------------- the scheduler cache
+class SchedulerCache(_volcano_cache.SchedulerCache):
+    """The shared scheduler cache (:mod:`races._volcano_cache`) with this race's oracle hook.
 
-
-class TaskInfo:
-    """``api.TaskInfo``: ``Job`` comes from the group-name annotation."""
-
-    __slots__ = ("job", "name", "namespace", "status", "uid")
-
-    def __init__(self, pod: KubeObject) -> None:
-        self.uid = pod.uid
-        self.name = pod.name
-        self.namespace = pod.namespace
-        group = pod.annotations.get(GROUP_NAME_ANNOTATION, "")
-        self.job = f"{pod.namespace}/{group}" if group else ""
-        self.status = task_status(pod)
-
-
-class JobInfo:
-    """``api.JobInfo``. A plain class: equality and hashing are by identity, like the
-    ``*JobInfo`` pointers in ``DeletedJobs`` (two incarnations never deduplicate)."""
-
-    def __init__(self, uid: str) -> None:
-        self.uid = uid  # JobID = namespace/podgroup-name: reused across scale cycles
-        self.pg_uid = ""  # volcano#3375: set by SetPodGroup, kept by UnsetPodGroup
-        self.pod_group: KubeObject | None = None
-        self.min_available = 0
-        self.tasks: dict[str, TaskInfo] = {}
-
-    @property
-    def key(self) -> str:
-        return self.uid
-
-    def __str__(self) -> str:  # the work-queue trace label; identity stays the default
-        return f"JobInfo {self.uid} (PgUID {self.pg_uid or '-'})"
-
-    def set_pod_group(self, pg: KubeObject) -> None:
-        self.min_available = int(pg.spec.get("minMember", 0))
-        self.pg_uid = pg.uid
-        self.pod_group = pg
-
-    def unset_pod_group(self) -> None:
-        self.pod_group = None
-
-    def add_task_info(self, ti: TaskInfo) -> None:
-        self.tasks[ti.uid] = ti
-
-    def delete_task_info(self, ti: TaskInfo) -> None:
-        self.tasks.pop(ti.uid, None)
-
-    def clone(self) -> JobInfo:
-        out = JobInfo(self.uid)
-        out.pg_uid = self.pg_uid
-        out.min_available = self.min_available
-        out.pod_group = self.pod_group
-        out.tasks = dict(self.tasks)
-        return out
-
-
-def job_terminated(job: JobInfo) -> bool:
-    """``JobTerminated``: ``PodGroup == nil && len(Tasks) == 0``."""
-    return job.pod_group is None and not job.tasks
-
-
-# ------------------------------------------------------------ the scheduler
-class SchedulerCache:
-    """``SchedulerCache``: ``Jobs`` from the Pod and PodGroup informers, and ``DeletedJobs``.
-
-    Handlers run under ``sc.Mutex`` upstream; here each runs inside one scheduled step,
-    which is the same atomicity. ``fixed`` switches ``processCleanupJob`` to volcano#3375.
+    ``fixed`` is volcano#3375 (``fixed_3375``). :attr:`wrong_deletions` records every
+    removal of a ``sc.Jobs`` entry the cleanup should not have made.
     """
 
     def __init__(self, world: World, pods: Informer, pod_groups: Informer, *, fixed: bool) -> None:
-        self._world = world
-        self.fixed = fixed
-        self.jobs: dict[str, JobInfo] = {}
-        # workqueue.NewRateLimitingQueue(DefaultControllerRateLimiter()) of *JobInfo
-        self.deleted_jobs: WorkQueue[JobInfo] = WorkQueue(world, "DeletedJobs")
+        super().__init__(world, pods, pod_groups, fixed_3375=fixed)
         #: oracle food: every removal of a sc.Jobs entry the cleanup should not have made
         self.wrong_deletions: list[str] = []
-        pods.add_event_handler(self.add_pod, self.update_pod, self.delete_pod)
-        pod_groups.add_event_handler(self.add_pod_group, self.update_pod_group, self.delete_pod_group)
 
-    # ---- pods
-    def get_or_create_job(self, ti: TaskInfo) -> JobInfo | None:
-        if not ti.job:
-            return None  # no group-name annotation yet (the pg-controller adds it)
-        if ti.job not in self.jobs:
-            self.jobs[ti.job] = JobInfo(ti.job)
-        return self.jobs[ti.job]
-
-    def add_task(self, ti: TaskInfo) -> None:
-        job = self.get_or_create_job(ti)
-        if job is not None:
-            job.add_task_info(ti)
-
-    def add_pod(self, pod: KubeObject) -> None:
-        self.add_task(TaskInfo(pod))
-
-    def update_pod(self, old: KubeObject, new: KubeObject) -> None:
-        """``updatePod``: ``deletePod(old)`` (which may queue the job!) then ``addPod(new)``."""
-        self._delete_pod(old)
-        self.add_pod(new)
-
-    def delete_task(self, ti: TaskInfo) -> None:
-        job = self.jobs.get(ti.job) if ti.job else None
-        if job is not None:
-            job.delete_task_info(ti)
-
-    def _delete_pod(self, pod: KubeObject) -> None:
-        ti = TaskInfo(pod)
-        self.delete_task(ti)
-        job = self.jobs.get(ti.job)
-        if job is not None and job_terminated(job):
-            self.delete_job(job)
-
-    def delete_pod(self, obj: KubeObject | DeletedFinalStateUnknown) -> None:
-        self._delete_pod(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
-
-    # ---- pod groups
-    def set_pod_group(self, pg: KubeObject) -> None:
-        """``setPodGroup``: a **new** JobInfo whenever the key is absent."""
-        job_id = f"{pg.namespace}/{pg.name}"
-        if job_id not in self.jobs:
-            self.jobs[job_id] = JobInfo(job_id)
-        self.jobs[job_id].set_pod_group(pg)
-
-    def add_pod_group(self, pg: KubeObject) -> None:
-        self.set_pod_group(pg)
-
-    def update_pod_group(self, old: KubeObject, new: KubeObject) -> None:
-        if old.resource_version != new.resource_version:
-            self.set_pod_group(new)
-
-    def delete_pod_group(self, obj: KubeObject | DeletedFinalStateUnknown) -> None:
-        pg = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        job = self.jobs.get(f"{pg.namespace}/{pg.name}")
-        if job is None:
-            return  # "can not found job"
-        job.unset_pod_group()
-        self.delete_job(job)
-
-    # ---- DeletedJobs
-    def delete_job(self, job: JobInfo) -> None:
-        self.deleted_jobs.add(job)
-
-    def retry_delete_job(self, job: JobInfo) -> None:
-        self.deleted_jobs.add_rate_limited(job)
-
-    async def run_cleanup(self) -> None:
-        """``wait.Until(sc.processCleanupJob, 0, stopCh)``: one goroutine."""
-        while True:
-            job = await self.deleted_jobs.get()
-            self.process_cleanup_job(job)
-
-    def process_cleanup_job(self, job: JobInfo) -> None:
-        try:
-            if not job_terminated(job):
-                self.retry_delete_job(job)
-                return
-            cur = self.jobs.get(job.uid)
-            if cur is None:
-                self.deleted_jobs.forget(job)
-                return
-            if self.fixed and cur.pg_uid != job.pg_uid:
-                # volcano#3375: "Just add pguid:<new>, try to delete pguid:<old>": keep the new job
-                self.deleted_jobs.forget(job)
-                return
-            if cur is not job or cur.pod_group is not None:
-                self.wrong_deletions.append(
-                    f"processCleanupJob dequeued {job} but deleted sc.Jobs[{job.uid}] = {cur} "
-                    f"(PodGroup {'set' if cur.pod_group is not None else 'nil'}, {len(cur.tasks)} task(s)) "
-                    "at t={:g}".format(self._world.now)
-                )
-            del self.jobs[job.uid]
-            self.deleted_jobs.forget(job)
-        finally:
-            self.deleted_jobs.done(job)
-
-    def snapshot(self) -> list[JobInfo]:
-        """``Snapshot``: jobs without a PodGroup are skipped ("scheduling spec is nil")."""
-        return [job.clone() for job in self.jobs.values() if job.pod_group is not None]
+    def on_cleanup_delete(self, queued: JobInfo, cached: JobInfo) -> None:
+        if cached is not queued or cached.pod_group is not None:
+            self.wrong_deletions.append(
+                f"processCleanupJob dequeued {queued} but deleted sc.Jobs[{queued.uid}] = {cached} "
+                f"(PodGroup {'set' if cached.pod_group is not None else 'nil'}, {len(cached.tasks)} task(s)) "
+                "at t={:g}".format(self._world.now)
+            )
 
 
 class Scheduler:
@@ -306,7 +142,7 @@ class Scheduler:
             await self.run_once()
 
     async def run_once(self) -> None:
-        for job in self.cache.snapshot():
+        for job in self.cache.snapshot().values():
             pending = [t for t in job.tasks.values() if t.status == "Pending"]
             if not pending or len(job.tasks) < job.min_available:
                 continue

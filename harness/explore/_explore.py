@@ -158,7 +158,9 @@ class Result:
     counterexample: Counterexample | None = None
     proved_bound: int | None = None
     pct_bound: float | None = None
+    #: the run that first failed and the seconds until then (search only, before shrinking)
     first_found_run: int | None = None
+    first_found_seconds: float | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -199,6 +201,8 @@ class _Runner:
         self.started = time.perf_counter()
         self.interrupted = False
         self.max_steps_seen = 0
+        #: run number and elapsed seconds of the first failing run (before any shrinking)
+        self.first_failure: tuple[int, float] | None = None
 
     def run(self, chooser: Any) -> RunOutcome:
         try:
@@ -208,6 +212,8 @@ class _Runner:
             self.interrupted = True
             raise
         self.runs += 1
+        if self.first_failure is None and _failed(out):
+            self.first_failure = (self.runs, self.elapsed())
         n = out.steps
         self.steps += n
         if n > self.max_steps_seen:
@@ -476,7 +482,8 @@ def explore(
             raise UsageError(f"unknown strategy {strat!r}")
     except KeyboardInterrupt:
         runner.interrupted = True
-    first_found_run = runner.runs if found is not None else None
+    first_found_run = runner.first_failure[0] if found is not None and runner.first_failure else None
+    first_found_seconds = runner.first_failure[1] if found is not None and runner.first_failure else None
     cx: Counterexample | None = None
     notes: list[str] = []
     if found is not None:
@@ -517,6 +524,7 @@ def explore(
         proved_bound=proved,
         pct_bound=pct_bound,
         first_found_run=first_found_run,
+        first_found_seconds=first_found_seconds,
         notes=notes,
     )
 
