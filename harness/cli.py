@@ -108,18 +108,26 @@ def _hunt(args: argparse.Namespace) -> int:
 
         # piped or in CI: rich would assume 80 columns and truncate race names
         console = Console() if sys.stdout.isatty() else Console(width=110)
+    live = _LiveProgress(console) if console is not None and console.is_terminal else None
     try:
         for name in names:
             race = REGISTRY[name]
             for variant in variants:
-                result = explore(
-                    race.scenario,
-                    strategy=args.strategy or race.strategy,
-                    budget=budget or Budget(runs=race.budget),
-                    seed=args.seed,
-                    fixed=variant == "fixed",
-                    **race.params,
-                )
+                run_budget = budget or Budget(runs=race.budget)
+                hook = live.start(f"{name} ({variant})", run_budget.runs) if live is not None else None
+                try:
+                    result = explore(
+                        race.scenario,
+                        strategy=args.strategy or race.strategy,
+                        budget=run_budget,
+                        seed=args.seed,
+                        fixed=variant == "fixed",
+                        progress=hook,
+                        **race.params,
+                    )
+                finally:
+                    if live is not None:
+                        live.stop()
                 cx = result.counterexample
                 json_path = html_path = None
                 if cx is not None:
@@ -174,6 +182,44 @@ def _hunt(args: argparse.Namespace) -> int:
         console.print(f"report: {index}", markup=False, highlight=False)
     ok = all(e.expected for e in entries) and len(entries) == len(names) * len(variants)
     return 0 if ok else 1
+
+
+class _LiveProgress:
+    """A rich live line per search (runs explored, found yet?) on an interactive terminal only.
+
+    Piped or in CI the hunt prints plain lines instead; the live line is transient,
+    so it never mixes with the outcome line printed after it.
+    """
+
+    def __init__(self, console: Any) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self._task: Any = None
+
+    def start(self, description: str, total: int | None) -> Any:
+        self._progress.start()
+        self._task = self._progress.add_task(description, total=total, status="searching")
+
+        def hook(runs: int, found: bool) -> None:
+            status = "found; shrinking" if found else "searching"
+            self._progress.update(self._task, completed=runs, status=status)
+
+        return hook
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._progress.remove_task(self._task)
+            self._task = None
+        self._progress.stop()
 
 
 def _json_line(e: Any) -> dict[str, Any]:

@@ -13,15 +13,16 @@ Modelled from volcano-sh/volcano at ``15ebb45e^`` (read there):
   :func:`job_status`; ``framework.go`` ``CloseSession``/``closeSession`` -> :func:`close_session`;
 * ``pkg/scheduler/framework/job_updater.go`` ``updateJob``, ``isPodGroupStatusUpdated``,
   ``isPodGroupConditionsUpdated`` -> :func:`update_job`, :func:`is_pod_group_status_updated`;
+* ``pkg/scheduler/cache/cache.go`` ``UpdateJobStatus`` + ``defaultStatusUpdater.UpdatePodGroup``
+  (a full, RV-checked ``PodGroups(ns).Update``) -> :func:`update_job`;
 * ``pkg/scheduler/cache/cache.go`` ``Snapshot`` (keeps 0-task jobs, skips ``PodGroup == nil``),
-  ``UpdateJobStatus`` + ``defaultStatusUpdater.UpdatePodGroup`` (a full, RV-checked
-  ``PodGroups(ns).Update``), ``deleteJob``/``retryDeleteJob``/``processCleanupJob``
-  -> :class:`SchedulerCache`;
-* ``pkg/scheduler/cache/event_handlers.go`` ``deletePod`` (``deleteTask``, then ``deleteJob``
-  only if ``JobTerminated``), ``deletePodGroup`` (``UnsetPodGroup`` + ``deleteJob``),
-  ``setPodGroup``, ``addPod``/``updatePod``/``getOrCreateJob``;
-* ``pkg/scheduler/api/job_info.go`` ``JobInfo``, ``IsReady``, ``ReadyTaskNum``, ``FitError``;
-  ``helpers.go`` ``JobTerminated``.
+  ``deleteJob``/``retryDeleteJob``/``processCleanupJob``; ``event_handlers.go`` ``deletePod``
+  (``deleteTask``, then ``deleteJob`` only if ``JobTerminated``), ``deletePodGroup``
+  (``UnsetPodGroup`` + ``deleteJob``), ``setPodGroup``, ``addPod``/``updatePod``/``getOrCreateJob``;
+  ``pkg/scheduler/api/job_info.go`` ``JobInfo``, ``IsReady``, ``ReadyTaskNum``, ``FitError``;
+  ``helpers.go`` ``JobTerminated`` -> the scheduler-cache model shared with
+  ``volcano_deleted_jobs`` in :mod:`races._volcano_cache`, used with ``fixed_3375=True``
+  (at ``15ebb45e^`` the PgUID check of volcano#3375, ``2832dfe1``, is already upstream).
 
 The world: a vcjob ``j1`` (minAvailable 1) that never ran: its pod is Pending (no node
 fits, so the allocate action binds nothing and is not modelled), its PodGroup stays in
@@ -59,217 +60,25 @@ from typing import Any
 from harness.kube import (
     APIServer,
     Conflict,
-    DeletedFinalStateUnknown,
     GarbageCollector,
     Informer,
     KubeObject,
     NotFound,
-    WorkQueue,
     controller_ref,
     copy_json,
 )
 from harness.sim import World
 from races._registry import Race
+from races._volcano_cache import ALLOCATED_STATUSES, GROUP_NAME_ANNOTATION, SchedulerCache
+from races._volcano_cache import JobInfo as JobInfo
+from races._volcano_cache import job_terminated as job_terminated
 
 NAMESPACE = "default"
-GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"  # scheduling.KubeGroupNameAnnotationKey
 POD_GROUP_UNSCHEDULABLE = "Unschedulable"  # scheduling.PodGroupUnschedulableType
 POD_GROUP_SCHEDULED = "Scheduled"  # scheduling.PodGroupScheduled
 NOT_ENOUGH_RESOURCES = "NotEnoughResources"  # v1beta1.NotEnoughResourcesReason
-POD_GROUP_NOT_READY = "pod group is not ready"  # scheduling.PodGroupNotReady
 
-#: task statuses (pkg/scheduler/api/types.go) that ReadyTaskNum counts
-_READY = ("Bound", "Binding", "Running", "Allocated", "Succeeded")
-_ALLOCATED = ("Bound", "Binding", "Running", "Allocated")
 _TASKLESS_MESSAGE = re.compile(r"^(\d+)/0 tasks in gang unschedulable")
-
-
-# ----------------------------------------------------------------- api types
-def task_status(pod: KubeObject) -> str:
-    """``getTaskStatus`` (``pkg/scheduler/api/helpers.go``), for the phases the model uses."""
-    phase = pod.status.get("phase", "Pending")
-    if phase == "Running":
-        return "Releasing" if pod.deletion_timestamp is not None else "Running"
-    if phase == "Pending":
-        if pod.deletion_timestamp is not None:
-            return "Releasing"
-        return "Pending" if not pod.spec.get("nodeName") else "Bound"
-    return str(phase)
-
-
-class TaskInfo:
-    """``api.TaskInfo``: a pod as the scheduler sees it."""
-
-    __slots__ = ("job", "name", "namespace", "status", "uid")
-
-    def __init__(self, pod: KubeObject) -> None:
-        self.uid = pod.uid
-        self.name = pod.name
-        self.namespace = pod.namespace
-        group = pod.annotations.get(GROUP_NAME_ANNOTATION, "")
-        self.job = f"{pod.namespace}/{group}" if group else ""
-        self.status = task_status(pod)
-
-
-class JobInfo:
-    """``api.JobInfo``. Identity semantics (a Go pointer): no ``__eq__``/``__hash__``."""
-
-    def __init__(self, uid: str) -> None:
-        self.uid = uid  # JobID: namespace/podgroup-name
-        self.pg_uid = ""
-        self.pod_group: KubeObject | None = None
-        self.min_available = 0
-        self.tasks: dict[str, TaskInfo] = {}
-
-    @property
-    def key(self) -> str:
-        return self.uid
-
-    def __str__(self) -> str:
-        return f"JobInfo {self.uid} (PgUID {self.pg_uid or '-'})"
-
-    def set_pod_group(self, pg: KubeObject) -> None:
-        self.min_available = int(pg.spec.get("minMember", 0))
-        self.pg_uid = pg.uid
-        self.pod_group = pg
-
-    def unset_pod_group(self) -> None:
-        self.pod_group = None
-
-    def add_task_info(self, ti: TaskInfo) -> None:
-        self.tasks[ti.uid] = ti
-
-    def delete_task_info(self, ti: TaskInfo) -> None:
-        self.tasks.pop(ti.uid, None)
-
-    def count(self, *statuses: str) -> int:
-        return sum(1 for t in self.tasks.values() if t.status in statuses)
-
-    def ready_task_num(self) -> int:
-        return self.count(*_READY)
-
-    def is_ready(self) -> bool:
-        return self.ready_task_num() >= self.min_available
-
-    def fit_error(self) -> str:
-        """``FitError``: a histogram of task statuses plus minAvailable, then pending reasons."""
-        reasons: dict[str, int] = {}
-        for t in self.tasks.values():
-            reasons[t.status] = reasons.get(t.status, 0) + 1
-        reasons["minAvailable"] = self.min_available
-        msg = f"{POD_GROUP_NOT_READY}, " + ", ".join(sorted(f"{v} {k}" for k, v in reasons.items()))
-        pending = self.count("Pending")
-        if pending:
-            msg += f"; Pending: {pending} Unschedulable"
-        return msg
-
-    def clone(self) -> JobInfo:
-        out = JobInfo(self.uid)
-        out.pg_uid = self.pg_uid
-        out.min_available = self.min_available
-        out.pod_group = None if self.pod_group is None else self.pod_group.deepcopy()
-        out.tasks = dict(self.tasks)
-        return out
-
-
-def job_terminated(job: JobInfo) -> bool:
-    """``JobTerminated``: ``PodGroup == nil && len(Tasks) == 0``."""
-    return job.pod_group is None and not job.tasks
-
-
-# ---------------------------------------------------------------- the cache
-class SchedulerCache:
-    """``SchedulerCache``: jobs built from the Pod and PodGroup informers, and ``DeletedJobs``."""
-
-    def __init__(self, world: World, api: APIServer, pods: Informer, pod_groups: Informer) -> None:
-        self._world = world
-        self.api = api
-        self.jobs: dict[str, JobInfo] = {}
-        self.deleted_jobs: WorkQueue[JobInfo] = WorkQueue(world, "DeletedJobs")
-        pods.add_event_handler(self.add_pod, self.update_pod, self.delete_pod)
-        pod_groups.add_event_handler(self.add_pod_group, self.update_pod_group, self.delete_pod_group)
-
-    # event_handlers.go: pods
-    def get_or_create_job(self, ti: TaskInfo) -> JobInfo | None:
-        if not ti.job:
-            return None
-        if ti.job not in self.jobs:
-            self.jobs[ti.job] = JobInfo(ti.job)
-        return self.jobs[ti.job]
-
-    def add_task(self, ti: TaskInfo) -> None:
-        job = self.get_or_create_job(ti)
-        if job is not None:
-            job.add_task_info(ti)
-
-    def add_pod(self, pod: KubeObject) -> None:
-        self.add_task(TaskInfo(pod))
-
-    def update_pod(self, old: KubeObject, new: KubeObject) -> None:
-        self._delete_pod(old)
-        self.add_pod(new)
-
-    def delete_task(self, ti: TaskInfo) -> None:
-        job = self.jobs.get(ti.job) if ti.job else None
-        if job is not None:
-            job.delete_task_info(ti)
-
-    def _delete_pod(self, pod: KubeObject) -> None:
-        ti = TaskInfo(pod)
-        self.delete_task(ti)
-        job = self.jobs.get(ti.job)
-        if job is not None and job_terminated(job):
-            self.delete_job(job)
-
-    def delete_pod(self, obj: KubeObject | DeletedFinalStateUnknown) -> None:
-        self._delete_pod(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
-
-    # event_handlers.go: pod groups
-    def set_pod_group(self, pg: KubeObject) -> None:
-        job_id = f"{pg.namespace}/{pg.name}"
-        if job_id not in self.jobs:
-            self.jobs[job_id] = JobInfo(job_id)
-        self.jobs[job_id].set_pod_group(pg)
-
-    def add_pod_group(self, pg: KubeObject) -> None:
-        self.set_pod_group(pg)
-
-    def update_pod_group(self, old: KubeObject, new: KubeObject) -> None:
-        if old.resource_version != new.resource_version:
-            self.set_pod_group(new)
-
-    def delete_pod_group(self, obj: KubeObject | DeletedFinalStateUnknown) -> None:
-        pg = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        job = self.jobs.get(f"{pg.namespace}/{pg.name}")
-        if job is None:
-            return
-        job.unset_pod_group()
-        self.delete_job(job)
-
-    # cache.go: deleted jobs (at 15ebb45e^ this already carries the PgUID check of volcano#3375)
-    def delete_job(self, job: JobInfo) -> None:
-        self.deleted_jobs.add(job)
-
-    async def run_cleanup(self) -> None:
-        while True:
-            job = await self.deleted_jobs.get()
-            self.process_cleanup_job(job)
-
-    def process_cleanup_job(self, job: JobInfo) -> None:
-        try:
-            if job_terminated(job):
-                cur = self.jobs.get(job.uid)
-                if cur is not None and cur.pg_uid == job.pg_uid:
-                    del self.jobs[job.uid]
-                self.deleted_jobs.forget(job)
-            else:
-                self.deleted_jobs.add_rate_limited(job)
-        finally:
-            self.deleted_jobs.done(job)
-
-    def snapshot(self) -> dict[str, JobInfo]:
-        """``Snapshot``: clones every job that has a PodGroup, **including jobs with 0 tasks**."""
-        return {uid: job.clone() for uid, job in self.jobs.items() if job.pod_group is not None}
 
 
 # ------------------------------------------------------------ the framework
@@ -345,7 +154,7 @@ def job_status(ssn: Session, job: JobInfo) -> dict[str, Any]:
     if job.count("Running") and unschedulable:
         status["phase"] = "Unknown"
     else:
-        allocated = job.count(*_ALLOCATED, "Succeeded", "Failed")
+        allocated = job.count(*ALLOCATED_STATUSES, "Succeeded", "Failed")
         if allocated >= int(job.pod_group.spec.get("minMember", 0)):
             status["phase"] = "Running"
         elif job.pod_group.status.get("phase") != "Inqueue":
@@ -469,7 +278,7 @@ async def scenario(
     gc = GarbageCollector(world, api, ["Job", "Pod", "PodGroup"])
     pods = Informer(world, api, "Pod", name="scheduler/informer/Pod", latency=watch_latency)
     pod_groups = Informer(world, api, "PodGroup", name="scheduler/informer/PodGroup", latency=watch_latency)
-    cache = SchedulerCache(world, api, pods, pod_groups)
+    cache = SchedulerCache(world, pods, pod_groups, fixed_3375=True)  # at 15ebb45e^ #3375 is in
     sched = Scheduler(world, api, cache, GangPlugin(world, fixed), schedule_period)
     gc.start()
     pods.start()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,6 +203,8 @@ class _Runner:
         self.max_steps_seen = 0
         #: run number and elapsed seconds of the first failing run (before any shrinking)
         self.first_failure: tuple[int, float] | None = None
+        #: called after every run with (runs, failed so far?) -- for live progress displays
+        self.progress: Callable[[int, bool], None] | None = None
 
     def run(self, chooser: Any) -> RunOutcome:
         try:
@@ -214,6 +216,8 @@ class _Runner:
         self.runs += 1
         if self.first_failure is None and _failed(out):
             self.first_failure = (self.runs, self.elapsed())
+        if self.progress is not None:
+            self.progress(self.runs, self.first_failure is not None)
         n = out.steps
         self.steps += n
         if n > self.max_steps_seen:
@@ -448,6 +452,7 @@ def explore(
     shrink_found: bool = True,
     prove_minimal: bool = True,
     proof_budget: int = 5000,
+    progress: Callable[[int, bool], None] | None = None,
     **params: Any,
 ) -> Result:
     """Search ``scenario(world, **params)`` for a violation.
@@ -455,10 +460,13 @@ def explore(
     A found run is shrunk to few deviations and, with ``prove_minimal``, the
     ``exhaustive`` referee checks (within ``proof_budget`` runs) that no run
     with fewer deviations fails; if one does, that one is reported instead.
+    ``progress(runs, found)`` is called after every run of the search and the
+    shrink (a live display hook; it must not raise).
     """
     strat = make_strategy(strategy, seed=seed)
     b = Budget.parse(budget)
     runner = _Runner(scenario, params, limits, b)
+    runner.progress = progress
     ref = scenario_ref(scenario)
     found: RunOutcome | None = None
     pct_bound: float | None = None

@@ -90,3 +90,29 @@ def test_public_api_is_exported() -> None:
     for name in harness.__all__:
         assert hasattr(harness, name), name
     assert {"World", "explore", "Budget", "Counterexample", "RaceMachine", "Limits", "Trace"} <= set(harness.__all__)
+
+
+def test_live_progress_on_an_interactive_console_only() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    import harness as h
+    from harness.cli import _LiveProgress
+    from tests.toys import order_violation
+
+    out = StringIO()
+    console = Console(file=out, force_terminal=True, width=100)
+    live = _LiveProgress(console)
+    seen: list[tuple[int, bool]] = []
+    hook = live.start("order_violation (buggy)", 3000)
+
+    def spy(runs: int, found: bool) -> None:
+        seen.append((runs, found))
+        hook(runs, found)
+
+    result = h.explore(order_violation, strategy="random", budget=3000, seed=5, progress=spy)
+    live.stop()
+    assert seen[0] == (1, False) and seen[-1][1] is True
+    assert len(seen) == result.runs
+    assert "order_violation (buggy)" in out.getvalue()
