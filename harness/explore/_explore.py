@@ -183,7 +183,8 @@ class Result:
         if self.verdict == "interrupted":
             return f"{where}: interrupted before any violation was found"
         bound = f"; PCT bound per run >= {self.pct_bound:.2e}" if self.pct_bound else ""
-        return f"{where}: no violation (not a proof){bound}"
+        early = f"; {self.notes[0]}" if self.notes and "exhaustive search stopped" in self.notes[0] else ""
+        return f"{where}: no violation (not a proof){bound}{early}"
 
     def __str__(self) -> str:
         return self.outcome
@@ -469,6 +470,7 @@ def explore(
     runner.progress = progress
     ref = scenario_ref(scenario)
     found: RunOutcome | None = None
+    early_note: str | None = None
     pct_bound: float | None = None
     proved: int | None = None
     try:
@@ -483,6 +485,11 @@ def explore(
             found, complete = _search_exhaustive(runner, strat.max_deviations)
             if found is None and complete:
                 proved = strat.max_deviations
+            elif found is None and not runner.interrupted:
+                early_note = (
+                    f"the exhaustive search stopped when the budget ({b}) ran out, before covering every run with "
+                    f"up to {strat.max_deviations} deviations: raise the budget for a proof"
+                )
         elif isinstance(strat, Replay):
             out = runner.run(ReplayChooser(list(strat.choices)))
             found = out if _failed(out) else None
@@ -493,7 +500,7 @@ def explore(
     first_found_run = runner.first_failure[0] if found is not None and runner.first_failure else None
     first_found_seconds = runner.first_failure[1] if found is not None and runner.first_failure else None
     cx: Counterexample | None = None
-    notes: list[str] = []
+    notes: list[str] = [early_note] if early_note else []
     if found is not None:
         best = found
         minimal: bool | None = None

@@ -219,3 +219,9 @@ def test_program_lists_the_deviations() -> None:
     assert program.count("<- choice") == 2
     assert "instead of 'publisher: write data'" in program
     assert program.splitlines()[-1].startswith("  => oracle violated")
+
+
+def test_exhaustive_cut_short_by_its_budget_says_so() -> None:
+    result = h.explore(toys.order_violation, strategy="exhaustive:2", budget=50, fixed=True)
+    assert result.verdict == "none-found"
+    assert "not a proof" in result.outcome and "stopped when the budget (50 runs) ran out" in result.outcome
