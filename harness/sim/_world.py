@@ -507,9 +507,10 @@ class World:
                 self._observer(self, Record(*self._records[-1]) if self._records else None)
             if self._violation is not None or self._ended:
                 return None
-            self._check_oracles()
-            if self._violation is not None:
-                return None
+            if self._invariants or self._eventually or self._bounds:
+                self._check_oracles()
+                if self._violation is not None:
+                    return None
             enabled = self._enabled()
             if not enabled:
                 return None
@@ -846,8 +847,10 @@ def _option(target: object) -> Option:
 
 
 def _describe(target: object) -> str:
-    o = _option(target)
-    return f"{o.actor}: {o.label}"
+    if isinstance(target, TimerHandle):
+        return f"{target.actor}: {target.label}"
+    a: _Actor = target  # type: ignore[assignment]
+    return f"{a.name}: {a.label}"
 
 
 def _where(exc: BaseException) -> str:
