@@ -591,9 +591,9 @@ class World:
         try:
             ok = fn()
         except AssertionError as exc:
-            return str(exc) or f"{name} does not hold"
+            return str(exc) or f"'{name}' does not hold"
         if ok is False:
-            return f"{name} does not hold"
+            return f"'{name}' does not hold"
         if isinstance(ok, str):
             return ok
         return None
@@ -602,7 +602,7 @@ class World:
         for name, fn in self._invariants:
             msg = self._holds(name, fn)
             if msg is not None:
-                self._fail("oracle", name, msg if msg != f"{name} does not hold" else f"invariant '{name}' broken", None)
+                self._fail("oracle", name, msg if msg != f"'{name}' does not hold" else f"invariant '{name}' broken", None)
                 return
         if self._eventually:
             keep = []

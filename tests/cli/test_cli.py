@@ -116,3 +116,11 @@ def test_live_progress_on_an_interactive_console_only() -> None:
     assert seen[0] == (1, False) and seen[-1][1] is True
     assert result.first_found_run is not None and len(seen) > result.first_found_run  # search + shrink
     assert "order_violation (buggy)" in out.getvalue()
+
+
+def test_readme_python_example_prints_what_it_says() -> None:
+    readme = (ROOT / "README.md").read_text()
+    code = readme[readme.index("import harness as h") : readme.index("cx = result.counterexample")]
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "in 1 deviation (proved minimal), 8 steps" in proc.stdout
+    assert "b: start b  <- choice 1 of 2, instead of 'a: start a'" in proc.stdout

@@ -1,0 +1,24 @@
+"""Copy the latest ``bench/results.md`` into README.md between the bench markers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def main() -> None:
+    readme = ROOT / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    table = (ROOT / "bench" / "results.md").read_text(encoding="utf-8").strip()
+    table = table.replace("\n# ", "\n### ").replace("\n## ", "\n#### ")
+    if table.startswith("# "):
+        table = "### " + table[2:]
+    head, _, rest = text.partition(START)
+    _, _, tail = rest.partition(END)
+    readme.write_text(f"{head}{START}\n{table}\n{END}{tail}", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
