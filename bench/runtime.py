@@ -103,6 +103,21 @@ def executions(n: int) -> float:
     return n / (time.perf_counter() - t)
 
 
+def executions_batched(n: int) -> float:
+    """The same executions, many per ``trio.run`` (what the random and pct searches do)."""
+    from harness.sim import run_batch
+
+    count = [0]
+
+    def keep_going(_out: object) -> bool:
+        count[0] += 1
+        return count[0] < n
+
+    t = time.perf_counter()
+    run_batch(toy, (RandomChooser(i) for i in range(n)), keep_going)
+    return count[0] / (time.perf_counter() - t)
+
+
 def hypothesis_examples(n: int) -> float:
     async def never(world: World) -> None:
         await toy(world)
@@ -135,6 +150,11 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     rows.append({"metric": "bare coroutine.send loop / harness", "value": base / ho, "target": "(floor)", "ok": None})
     ex = executions(500 if quick else 3000)
     rows.append({"metric": "executions/s, random, 3x10 (one trio.run each)", "value": ex, "target": ">= 1,500", "ok": ex >= 1500})
+    eb = executions_batched(500 if quick else 3000)
+    rows.append(
+        {"metric": "executions/s, random, 3x10 (many per trio.run, as explore does)", "value": eb, "target": ">= 4,000",
+         "ok": eb >= 4000}
+    )
     hy = hypothesis_examples(300 if quick else 2000)
     rows.append({"metric": "hypothesis examples/s (deviation draws)", "value": hy, "target": ">= 250", "ok": hy >= 250})
     secs, runs, dev = shrink_toy()

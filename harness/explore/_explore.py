@@ -20,15 +20,16 @@ default) asks ``exhaustive`` whether fewer deviations can fail at all.
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import UsageError
-from ..sim import Limits, Option, PCTChooser, RandomChooser, ReplayChooser, RunOutcome, run_once
+from ..sim import Limits, Option, PCTChooser, RandomChooser, ReplayChooser, RunOutcome, run_batch, run_once
 from ._counterexample import Counterexample, Scenario, scenario_ref
 
 
@@ -207,13 +208,28 @@ class _Runner:
         #: called after every run with (runs, failed so far?) -- for live progress displays
         self.progress: Callable[[int, bool], None] | None = None
 
-    def run(self, chooser: Any) -> RunOutcome:
+    def run_many(self, choosers: Iterator[Any]) -> RunOutcome | None:
+        """Runs in one ``trio.run`` until one fails or the budget is spent; the failing run, if any."""
+        found: list[RunOutcome] = []
+
+        def keep_going(out: RunOutcome) -> bool:
+            self._account(out)
+            if _failed(out):
+                found.append(out)
+                return False
+            return not self.exhausted()
+
+        if self.exhausted():
+            return None
         try:
-            out = run_once(self.scenario, chooser, params=self.params, limits=self.limits)
+            run_batch(self.scenario, choosers, keep_going, params=self.params, limits=self.limits)
         except KeyboardInterrupt:
             self.runs += 1
             self.interrupted = True
             raise
+        return found[0] if found else None
+
+    def _account(self, out: RunOutcome) -> None:
         self.runs += 1
         if self.first_failure is None and _failed(out):
             self.first_failure = (self.runs, self.elapsed())
@@ -225,6 +241,15 @@ class _Runner:
             self.max_steps_seen = n
         if out.interrupted:
             self.interrupted = True
+
+    def run(self, chooser: Any) -> RunOutcome:
+        try:
+            out = run_once(self.scenario, chooser, params=self.params, limits=self.limits)
+        except KeyboardInterrupt:
+            self.runs += 1
+            self.interrupted = True
+            raise
+        self._account(out)
         return out
 
     def elapsed(self) -> float:
@@ -245,28 +270,24 @@ def _failed(out: RunOutcome) -> bool:
 
 # --------------------------------------------------------------- searches
 def _search_random(runner: _Runner, strat: Random) -> RunOutcome | None:
-    i = 0
-    while not runner.exhausted():
-        out = runner.run(RandomChooser(_mix(strat.seed, i)))
-        i += 1
-        if _failed(out):
-            return out
-    return None
+    return runner.run_many(RandomChooser(_mix(strat.seed, i)) for i in itertools.count())
 
 
 def _search_pct(runner: _Runner, strat: PCT) -> tuple[RunOutcome | None, float]:
-    i = 0
-    k = 50
-    actors = 1
-    while not runner.exhausted():
-        chooser = PCTChooser(_mix(strat.seed, i), strat.depth, k)
-        out = runner.run(chooser)
-        actors = max(actors, chooser.actors_seen)
-        k = max(k, runner.max_steps_seen)
-        i += 1
-        if _failed(out):
-            return out, 0.0
-    return None, 1.0 / (actors * k ** (strat.depth - 1))
+    seen = {"actors": 1, "k": 50}
+
+    def choosers() -> Iterator[PCTChooser]:
+        for i in itertools.count():
+            # k (the step estimate) grows with the longest run so far
+            seen["k"] = max(seen["k"], runner.max_steps_seen)
+            chooser = PCTChooser(_mix(strat.seed, i), strat.depth, seen["k"])
+            yield chooser
+            seen["actors"] = max(seen["actors"], chooser.actors_seen)
+
+    found = runner.run_many(choosers())
+    if found is not None:
+        return found, 0.0
+    return None, 1.0 / (seen["actors"] * seen["k"] ** (strat.depth - 1))
 
 
 class _Found(Exception):

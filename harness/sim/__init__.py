@@ -21,10 +21,11 @@ from ._world import RunOutcome as RunOutcome
 from ._world import TimerHandle as TimerHandle
 from ._world import Violation as Violation
 from ._world import World as World
+from ._world import run_batch as run_batch
 from ._world import run_once as run_once
 
 __all__ = [
     "FORMAT_VERSION", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option", "PCTChooser", "Queue",
     "RandomChooser", "Record", "ReplayChooser", "RunOutcome", "TimerHandle", "Trace", "Violation", "World",
-    "run_once", "LiveRepeat", "LiveWorld", "repeat_live", "run_live",
+    "run_batch", "run_once", "LiveRepeat", "LiveWorld", "repeat_live", "run_live",
 ]

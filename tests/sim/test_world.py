@@ -47,8 +47,16 @@ def test_canonical_order_is_oldest_waiting_first() -> None:
 
     labels = [r.label for r in canonical(scenario).trace]
     assert labels == [
-        "start main", "start a0", "start a1", "start a2",
-        "a0 step 0", "a1 step 0", "a2 step 0", "a0 step 1", "a1 step 1", "a2 step 1",
+        "start main",
+        "start a0",
+        "start a1",
+        "start a2",
+        "a0 step 0",
+        "a1 step 0",
+        "a2 step 0",
+        "a0 step 1",
+        "a1 step 1",
+        "a2 step 1",
     ]
 
 
@@ -435,3 +443,32 @@ def test_no_state_survives_between_runs() -> None:
 
     for _ in range(3):
         assert canonical(scenario).violation is None
+
+
+def test_batched_runs_equal_separate_runs() -> None:
+    from harness.sim import run_batch
+    from tests.toys import order_violation, slow_liveness
+
+    for scenario in (order_violation, slow_liveness):
+        separate = [run_once(scenario, RandomChooser(seed)).trace.digest() for seed in range(40)]
+        batched: list[str] = []
+
+        def keep(out: h.sim.RunOutcome, into: list[str] = batched) -> bool:
+            into.append(out.trace.digest())
+            return True
+
+        run_batch(scenario, (RandomChooser(seed) for seed in range(40)), keep)
+        assert batched == separate
+
+
+def test_batch_stops_when_asked() -> None:
+    from harness.sim import run_batch
+    from tests.toys import lost_update
+
+    seen: list[bool] = []
+    run_batch(
+        lost_update,
+        (RandomChooser(seed) for seed in range(100)),
+        lambda out: not seen.append(out.violation is None) and len(seen) < 7,
+    )
+    assert len(seen) == 7
