@@ -184,3 +184,52 @@ def test_lost(race):
     m = re.search(r"(\d+) distinct", text)
     assert m is not None and 1 <= int(m.group(1)) <= 4
     assert text.count("found ") >= 1 and "seeds " in text and "report " in text
+
+
+def test_live_hunt_display_keeps_pytest_output_above_it() -> None:
+    """The rich live display of a hunt (interactive terminals only) never draws over pytest's lines."""
+    import io
+    from dataclasses import replace
+
+    import harness.pytest_plugin as plugin
+
+    class Real(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    class TW:
+        def __init__(self, f: object) -> None:
+            self._file = f
+
+    class Config:
+        def __init__(self) -> None:
+            self.stash = pytest.Stash()
+
+        def get_verbosity(self) -> int:
+            return 0
+
+    real = Real()
+    tw = TW(real)
+    config = Config()
+    config.stash[plugin._SETTINGS] = replace(_settings_template(), hunt_minutes=1.0, shards=4)
+    live = plugin._LiveProgress(config, tw, real)  # type: ignore[arg-type]
+    assert tw._file is not real  # pytest now writes through the proxy
+    tw._file.write("tests/x.py ..")  # a partial line is held back ...
+    assert "tests/x.py" not in real.getvalue()
+    tw._file.write("..\n")  # ... and printed above the display once complete
+    live.advance("tests/x.py::test_hunt[shard0-lost_update]", [{"runs": 12, "counterexample": None}])
+    live.advance("tests/x.py::test_hunt[shard1-lost_update]", [{"runs": 30, "counterexample": {"x": 1}}])
+    assert live.rows == {"test_hunt[lost_update]": [2, 42, 1]}
+    tw._file.write("tail without newline")
+    live.close()
+    out = real.getvalue()
+    assert tw._file is real
+    assert "tests/x.py ...." in out and out.rstrip().endswith("tail without newline")
+    assert "runs explored" in out and "2/4" in out
+
+
+def _settings_template():  # type: ignore[no-untyped-def]
+    import harness.pytest_plugin as plugin
+
+    fields = {f.name: None for f in plugin.RaceSettings.__dataclass_fields__.values()}
+    return plugin.RaceSettings(**fields)
