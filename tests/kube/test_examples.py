@@ -59,3 +59,16 @@ def test_exhaustive_exploration_finds_the_races_and_proves_the_fixes() -> None:
     assert explore(stale_status_writers, strategy="exhaustive", budget=Budget(runs=2000), fixed=True).verdict == (
         "proved-clean"
     )
+
+
+def test_default_strategy_finds_both_kube_races_at_the_proved_minimum() -> None:
+    """Found by the default strategy and shrunk to the minimum the exhaustive referee proves."""
+    from harness.explore import Budget, explore
+
+    for scenario in (stale_status_writers, delete_by_name):
+        found = explore(scenario, budget=Budget(runs=500), seed=0)
+        assert found.counterexample is not None, found.outcome
+        assert found.counterexample.proved_minimal is True
+        referee = explore(scenario, strategy="exhaustive:2", budget=Budget(runs=5000))
+        assert referee.counterexample is not None
+        assert found.counterexample.deviations == referee.counterexample.deviations
