@@ -15,7 +15,7 @@ from collections.abc import Generator
 from typing import Any
 
 import harness as h
-from harness.sim import RandomChooser, ReplayChooser, World, run_once
+from harness.sim import RandomChooser, World, run_once
 
 
 @types.coroutine
@@ -161,5 +161,4 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     rows.append({"metric": "shrink the 2-deviation toy: seconds", "value": secs, "target": "<= 0.5", "ok": secs <= 0.5})
     rows.append({"metric": "shrink the 2-deviation toy: examples", "value": runs, "target": "<= 200", "ok": runs <= 200})
     rows.append({"metric": "shrunk deviations (exhaustive minimum: 2)", "value": dev, "target": "= 2", "ok": dev == 2})
-    _ = ReplayChooser
     return rows

@@ -39,7 +39,6 @@ from __future__ import annotations
 import math
 import random
 import time
-import traceback
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ import trio
 import trio.lowlevel as tl
 import trio.testing
 
+from ._oracles import first_broken_invariant, first_exceeded_bound, holds, where
 from ._trace import Record, Trace
 from ._world import Limits, RunOutcome, Violation
 
@@ -210,13 +210,13 @@ class LiveWorld:
                 self._fail("actor-raised", actor.name, msg, actor.name)
             raise
         except AssertionError as exc:
-            msg = f"assertion failed in actor '{actor.name}' at {_where(exc)}: {exc}"
+            msg = f"assertion failed in actor '{actor.name}' at {where(exc)}: {exc}"
             self._fail("oracle", f"assertion in {actor.name}", msg, actor.name)
         except Exception as exc:
             self._fail(
                 "actor-raised",
                 f"{type(exc).__name__} in {actor.name}",
-                f"actor '{actor.name}' raised {type(exc).__name__}: {exc} (at {_where(exc)}). "
+                f"actor '{actor.name}' raised {type(exc).__name__}: {exc} (at {where(exc)}). "
                 "Fix the model, or catch the error where the upstream code does.",
                 actor.name,
             )
@@ -321,7 +321,7 @@ class LiveWorld:
             self._fail(
                 "actor-raised",
                 f"{type(exc).__name__} in {handle.actor}",
-                f"timer '{handle.label}' raised {type(exc).__name__}: {exc} (at {_where(exc)})",
+                f"timer '{handle.label}' raised {type(exc).__name__}: {exc} (at {where(exc)})",
                 None,
             )
         self._check_oracles()
@@ -357,7 +357,7 @@ class LiveWorld:
         """``fn`` must hold within ``within`` virtual (= scaled real) seconds from now."""
         # [name, fn, deadline, registered_at, open, watchdog scope]
         ev: list[Any] = [name, fn, self.now + within, self.now, True, trio.CancelScope()]
-        if self._holds(name, fn) is None:
+        if holds(name, fn) is None:
             return
         self._eventually.append(ev)
         if self._nursery is not None:
@@ -368,7 +368,7 @@ class LiveWorld:
         try:
             with ev[5]:
                 await trio.sleep(real)
-            if ev[4] and self._holds(ev[0], ev[1]) is not None:
+            if ev[4] and holds(ev[0], ev[1]) is not None:
                 self._fail(
                     "oracle",
                     ev[0],
@@ -395,38 +395,22 @@ class LiveWorld:
         me = self._me()
         self._fail("oracle", name, message, me.name if me else None)
 
-    def _holds(self, name: str, fn: Callable[[], object]) -> str | None:
-        try:
-            ok = fn()
-        except AssertionError as exc:
-            return str(exc) or f"'{name}' does not hold"
-        if ok is False:
-            return f"'{name}' does not hold"
-        if isinstance(ok, str):
-            return ok
-        return None
-
     def _check_oracles(self) -> None:
         if self._violation is not None:
             return
-        for name, fn in self._invariants:
-            msg = self._holds(name, fn)
-            if msg is not None:
-                self._fail("oracle", name, msg if msg != f"'{name}' does not hold" else f"invariant '{name}' broken", None)
-                return
+        broken = first_broken_invariant(self._invariants)
+        if broken is not None:
+            self._fail("oracle", broken[0], broken[1], None)
+            return
         if self._eventually:
             for ev in self._eventually:
-                if ev[4] and self._holds(ev[0], ev[1]) is None:
+                if ev[4] and holds(ev[0], ev[1]) is None:
                     ev[4] = False
                     ev[5].cancel()  # discharged: its deadline no longer keeps the run alive
             self._eventually = [ev for ev in self._eventually if ev[4]]
-        for name, metric, limit in self._bounds:
-            value = float(metric())
-            if value > self.peaks[name]:
-                self.peaks[name] = value
-            if value > limit:
-                self._fail("oracle", name, f"bound '{name}' exceeded: {value:g} > {limit:g}", None)
-                return
+        exceeded = first_exceeded_bound(self._bounds, self.peaks)
+        if exceeded is not None:
+            self._fail("oracle", exceeded[0], exceeded[1], None)
 
     def _fail(self, kind: str, name: str, message: str, actor: str | None) -> None:
         if self._violation is None:
@@ -514,7 +498,7 @@ class LiveWorld:
     def _end_checks(self, how: str) -> None:
         self._end_now = self.now
         for ev in self._eventually:
-            if ev[4] and how == "settled" and self._holds(ev[0], ev[1]) is not None:
+            if ev[4] and how == "settled" and holds(ev[0], ev[1]) is not None:
                 self._fail(
                     "oracle",
                     ev[0],
@@ -523,7 +507,7 @@ class LiveWorld:
                 )
                 return
         for name, fn in self._at_end:
-            msg = self._holds(name, fn)
+            msg = holds(name, fn)
             if msg is not None:
                 self._fail("oracle", name, f"at the end of the run: {msg}", None)
                 return
@@ -537,16 +521,6 @@ class LiveWorld:
 
 async def _call_with_params(scenario: Callable[..., Awaitable[object]], world: LiveWorld) -> None:
     await scenario(world, **world.params)
-
-
-def _where(exc: BaseException) -> str:
-    tb = traceback.extract_tb(exc.__traceback__)
-    frames = [f for f in tb if "/harness/sim/" not in f.filename.replace("\\", "/")] or list(tb)
-    if not frames:
-        return "unknown location"
-    f = frames[-1]
-    short = f.filename.replace("\\", "/").rsplit("/", 2)
-    return f"{'/'.join(short[-2:])}:{f.lineno} in {f.name}"
 
 
 # ---------------------------------------------------------------- primitives

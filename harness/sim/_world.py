@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import traceback
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ import trio
 import trio.lowlevel as tl
 import trio.testing
 
+from ._oracles import first_broken_invariant, first_exceeded_bound, holds, where
 from ._trace import Record, Trace
 
 T = TypeVar("T")
@@ -251,10 +251,6 @@ class TimerHandle:
         return (self.when, self.seq) < (other.when, other.seq)
 
 
-class _Stop(Exception):
-    """Internal: unwinds dispatch when the run must end."""
-
-
 class World:
     """One run of a scenario: actors, virtual time, oracles and the trace.
 
@@ -345,15 +341,15 @@ class World:
                 self._fail("actor-raised", actor.name, msg, actor)
             raise
         except AssertionError as exc:
-            where = _where(exc)
-            msg = f"assertion failed in actor '{actor.name}' at {where}: {exc}"
+            at = where(exc)
+            msg = f"assertion failed in actor '{actor.name}' at {at}: {exc}"
             self._fail("oracle", f"assertion in {actor.name}", msg, actor)
         except Exception as exc:
-            where = _where(exc)
+            at = where(exc)
             self._fail(
                 "actor-raised",
                 f"{type(exc).__name__} in {actor.name}",
-                f"actor '{actor.name}' raised {type(exc).__name__}: {exc} (at {where}). "
+                f"actor '{actor.name}' raised {type(exc).__name__}: {exc} (at {at}). "
                 "Fix the model, or catch the error where the upstream code does.",
                 actor,
             )
@@ -454,10 +450,7 @@ class World:
     # -------------------------------------------------------------- dispatch
     def _handoff(self, current: _Actor | None) -> None:
         """Pick the next action and resume it; called by the actor that yields."""
-        try:
-            chosen = self._dispatch()
-        except _Stop:
-            chosen = None
+        chosen = self._dispatch()
         if chosen is None:
             self._wake_controller()
         else:
@@ -564,7 +557,7 @@ class World:
             self._fail(
                 "actor-raised",
                 f"{type(exc).__name__} in {timer.actor}",
-                f"timer '{timer.label}' raised {type(exc).__name__}: {exc} (at {_where(exc)})",
+                f"timer '{timer.label}' raised {type(exc).__name__}: {exc} (at {where(exc)})",
                 None,
             )
 
@@ -590,36 +583,20 @@ class World:
         """Declare a violation from model code (ends the run at the current step)."""
         self._fail("oracle", name, message, self._current)
 
-    def _holds(self, name: str, fn: Callable[[], object]) -> str | None:
-        try:
-            ok = fn()
-        except AssertionError as exc:
-            return str(exc) or f"'{name}' does not hold"
-        if ok is False:
-            return f"'{name}' does not hold"
-        if isinstance(ok, str):
-            return ok
-        return None
-
     def _check_oracles(self) -> None:
-        for name, fn in self._invariants:
-            msg = self._holds(name, fn)
-            if msg is not None:
-                self._fail("oracle", name, msg if msg != f"'{name}' does not hold" else f"invariant '{name}' broken", None)
-                return
+        broken = first_broken_invariant(self._invariants)
+        if broken is not None:
+            self._fail("oracle", broken[0], broken[1], None)
+            return
         if self._eventually:
             keep = []
             for ev in self._eventually:
-                if self._holds(ev[0], ev[1]) is not None:
+                if holds(ev[0], ev[1]) is not None:
                     keep.append(ev)
             self._eventually = keep
-        for name, metric, limit in self._bounds:
-            value = float(metric())
-            if value > self.peaks[name]:
-                self.peaks[name] = value
-            if value > limit:
-                self._fail("oracle", name, f"bound '{name}' exceeded: {value:g} > {limit:g}", None)
-                return
+        exceeded = first_exceeded_bound(self._bounds, self.peaks)
+        if exceeded is not None:
+            self._fail("oracle", exceeded[0], exceeded[1], None)
 
     def _fail(self, kind: str, name: str, message: str, actor: _Actor | None) -> None:
         if self._violation is None:
@@ -699,7 +676,7 @@ class World:
             raise
 
     async def _control(self) -> None:
-        chosen = self._safe_dispatch()
+        chosen = self._dispatch()
         while True:
             if chosen is not None:
                 self._resume(chosen)
@@ -709,13 +686,7 @@ class World:
                 return
             if not await self._advance():
                 return
-            chosen = self._safe_dispatch()
-
-    def _safe_dispatch(self) -> _Actor | None:
-        try:
-            return self._dispatch()
-        except _Stop:
-            return None
+            chosen = self._dispatch()
 
     async def _advance(self) -> bool:
         """Nothing is enabled: move virtual time, or end the run. False = run over."""
@@ -734,7 +705,7 @@ class World:
                 t_next = ev[2]
         target = min(t_next, self.horizon, self.limits.max_time)
         before = self._now
-        if target > self._now or target == self._now:
+        if target >= self._now:
             self._advancing = True
             try:
                 with trio.CancelScope() as scope:
@@ -801,7 +772,7 @@ class World:
                 )
                 return
         for name, fn in self._at_end:
-            msg = self._holds(name, fn)
+            msg = holds(name, fn)
             if msg is not None:
                 self._fail("oracle", name, f"at the end of the run: {msg}", None)
                 return
@@ -822,11 +793,8 @@ class World:
                 "world.Queue(), world.Lock() or world.step so the harness can schedule it.".format(self._now),
                 self._current,
             )
-            self._wake_controller_forcibly()
+            self._wake_controller()
             return
-
-    def _wake_controller_forcibly(self) -> None:
-        self._wake_controller()
 
     # ------------------------------------------------------------- results
     def outcome(self) -> RunOutcome:
@@ -854,18 +822,6 @@ def _describe(target: object) -> str:
         return f"{target.actor}: {target.label}"
     a: _Actor = target  # type: ignore[assignment]
     return f"{a.name}: {a.label}"
-
-
-def _where(exc: BaseException) -> str:
-    tb = traceback.extract_tb(exc.__traceback__)
-    frames = [f for f in tb if "/harness/sim/" not in f.filename.replace("\\", "/")]
-    if not frames:
-        frames = list(tb)
-    if not frames:
-        return "unknown location"
-    f = frames[-1]
-    short = f.filename.replace("\\", "/").rsplit("/", 2)
-    return f"{'/'.join(short[-2:])}:{f.lineno} in {f.name}"
 
 
 def run_once(
