@@ -95,14 +95,16 @@ class Counterexample:
         return f"python -m harness replay {where}"
 
     # --------------------------------------------------------------- replay
-    def replay(self, *, check: bool = True) -> RunOutcome:
+    def replay(self, *, check: bool = True, observer: Callable[[Any, Any], None] | None = None) -> RunOutcome:
         """Run the scenario again under the stored choices.
 
         With ``check``, a run that takes a different path raises
         :class:`ReplayDivergence` naming the first divergent step in words.
+        ``observer(world, last_record)`` is called at every scheduling point
+        (reports snapshot model state with it); it must not change the run.
         """
         fn = resolve_scenario(self.scenario)
-        out = run_once(fn, ReplayChooser(self.choices), params=self.params, limits=self.limits)
+        out = run_once(fn, ReplayChooser(self.choices), params=self.params, limits=self.limits, observer=observer)
         if check:
             self._check_same(out)
         return out

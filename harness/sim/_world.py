@@ -300,6 +300,8 @@ class World:
         self._bounds: list[tuple[str, Callable[[], float], float]] = []
         self._at_end: list[tuple[str, Callable[[], object]]] = []
         self.peaks: dict[str, float] = {}
+        #: named views of the model's own memory (``expose``), for reports and violations
+        self.views: dict[str, Callable[[], object]] = {}
         #: free-form per-run state for models (e.g. counters their oracles read)
         self.state: dict[str, Any] = {}
 
@@ -574,6 +576,16 @@ class World:
         """``metric()`` must never exceed ``max``; its peak is reported either way."""
         self._bounds.append((name, metric, max))
         self.peaks.setdefault(name, -math.inf)
+
+    def expose(self, name: str, fn: Callable[[], object]) -> None:
+        """Show ``fn()`` (the model's own memory: expectations, a controller's cache) in reports.
+
+        Reports snapshot every view at every step, like the object stores, so a
+        leaked expectation or a stale in-memory job is visible where it changed.
+        ``fn`` must not change the run; it should return plain data (dicts,
+        lists, strings, numbers).
+        """
+        self.views[name] = fn
 
     def at_end(self, fn: Callable[[], object], name: str) -> None:
         """Check ``fn`` once the run settles or reaches its horizon."""
