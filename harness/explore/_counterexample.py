@@ -180,6 +180,11 @@ class Counterexample:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(text + "\n")
+            # mkstemp makes the file 0600; a trace is shared (CI artifacts), so it gets what open() would
+            # give it: 0666 less the umask. os.umask can only be read by setting it, hence the round trip.
+            mask = os.umask(0o022)
+            os.umask(mask)
+            os.chmod(tmp, 0o666 & ~mask)
             os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

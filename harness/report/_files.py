@@ -22,11 +22,32 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
+        # mkstemp creates 0600 files; a report is for sharing (a CI artifact, a web server), so it gets
+        # the mode an ordinary open() would give it: 0666 less the umask (0644 under the usual 022).
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the OS allows.
+
+    ``os.umask`` can only be read by setting it, which briefly changes it for
+    every thread; Linux reports it in ``/proc/self/status``, so that is tried first.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def ensure_report_dir(directory: str | os.PathLike[str]) -> Path:
