@@ -18,7 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import ReplayDivergence, TraceFileError
-from ..sim import FORMAT_VERSION, Limits, ReplayChooser, RunOutcome, Trace, Violation, run_once
+from ..sim import (
+    FORMAT_VERSION,
+    Entry,
+    Limits,
+    PlanChooser,
+    ReplayChooser,
+    RunOutcome,
+    Trace,
+    Violation,
+    entry_from_json,
+    run_once,
+)
+
+#: trace format versions this harness still replays (1: positional choices only, no plan)
+READABLE_VERSIONS = (1, FORMAT_VERSION)
 
 FORMAT_NAME = "race-harness-trace"
 
@@ -78,14 +92,38 @@ class Counterexample:
     #: extra labels a caller attaches (race name, variant, known-open, ...)
     meta: dict[str, Any] = field(default_factory=dict)
     path: str | None = None
+    #: the named deviations (holds, faults, picks) that make this run from the canonical one;
+    #: None for a positional-only counterexample (format 1, or a run no plan reproduced)
+    plan: tuple[Entry, ...] | None = None
+    #: fault kinds the run was explored with (None: the model's own flags; {"*"}: all)
+    faults: frozenset[str] | None = None
+    #: what the minimality proof established, in words ("proved minimal", or what a cut proof covered)
+    proof: str = ""
 
     @property
     def deviations(self) -> int:
-        return self.trace.deviations
+        """The number of plan entries (postponements, faults, picks); positional deviations without a plan."""
+        return len(self.plan) if self.plan is not None else self.trace.deviations
 
     @property
     def steps(self) -> int:
-        return sum(1 for r in self.trace if r.kind != "choose")
+        return self.trace.steps
+
+    def signature(self) -> str:
+        """The failure, not the trace: oracle, violating actor and the identities of the plan's entries.
+
+        Findings with one signature are one bug, whatever seed, strategy or
+        worker found them (the plan is the canonical minimum when proved).
+        """
+        import hashlib
+
+        v = self.violation
+        parts: list[Any] = [v.kind, v.name, v.actor]
+        if self.plan is not None:
+            parts.append([e.to_json() for e in self.plan])
+        else:
+            parts.append(self.choices)
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
     def digest(self) -> str:
         return self.trace.digest()
@@ -104,7 +142,8 @@ class Counterexample:
         (reports snapshot model state with it); it must not change the run.
         """
         fn = resolve_scenario(self.scenario)
-        out = run_once(fn, ReplayChooser(self.choices), params=self.params, limits=self.limits, observer=observer)
+        chooser: Any = PlanChooser(self.plan) if self.plan is not None else ReplayChooser(self.choices)
+        out = run_once(fn, chooser, params=self.params, limits=self.limits, observer=observer, faults=self.faults)
         if check:
             self._check_same(out)
         return out
@@ -162,6 +201,9 @@ class Counterexample:
             "seed": self.seed,
             "limits": {"max_steps": self.limits.max_steps, "max_time": self.limits.max_time},
             "choices": self.choices,
+            "plan": None if self.plan is None else [e.to_json() for e in self.plan],
+            "faults": None if self.faults is None else sorted(self.faults),
+            "proof": self.proof,
             "deviations": self.deviations,
             "steps": self.steps,
             "violation": self.violation.to_json(),
@@ -213,7 +255,7 @@ class Counterexample:
             ) from None
         if not isinstance(raw, dict) or raw.get("format") != FORMAT_NAME:
             raise TraceFileError(f"{p} is JSON but not a race-harness trace (no \"format\": \"{FORMAT_NAME}\"). {hint}")
-        if raw.get("version") != FORMAT_VERSION:
+        if raw.get("version") not in READABLE_VERSIONS:
             raise TraceFileError(
                 f"{p} has trace format version {raw.get('version')!r}; this harness reads version {FORMAT_VERSION}. {hint}"
             )
@@ -231,6 +273,9 @@ class Counterexample:
                 proved_minimal=raw.get("proved_minimal"),
                 meta=dict(raw.get("meta") or {}),
                 path=str(path),
+                plan=None if raw.get("plan") is None else tuple(entry_from_json(e) for e in raw["plan"]),
+                faults=None if raw.get("faults") is None else frozenset(str(k) for k in raw["faults"]),
+                proof=str(raw.get("proof") or ""),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise TraceFileError(f"{p} is missing or has a malformed field ({type(exc).__name__}: {exc}). {hint}") from None
@@ -250,10 +295,15 @@ class Counterexample:
         strategy: str = "",
         seed: int | None = None,
         limits: Limits = Limits(),
+        plan: tuple[Entry, ...] | None = None,
+        faults: frozenset[str] | None = None,
     ) -> Counterexample:
         assert out.violation is not None
         ref = scenario if isinstance(scenario, str) else scenario_ref(scenario)
-        return cls(ref, dict(params), _trim(out.choices), out.trace, out.violation, strategy, seed, limits)
+        return cls(
+            ref, dict(params), _trim(out.choices), out.trace, out.violation, strategy, seed, limits,
+            plan=plan, faults=faults,
+        )
 
 
 def _trim(choices: list[int]) -> list[int]:

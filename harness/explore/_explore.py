@@ -1,35 +1,68 @@
-"""Searching the space of interleavings: strategies, shrinking, the minimality referee.
+"""Searching the space of runs: strategies, plans, shrinking, the minimality referee.
 
-``explore(scenario, strategy=..., budget=..., **params) -> Result``.
+``explore(scenario, strategy=..., budget=..., faults=..., **params) -> Result``.
+
+What is explored
+----------------
+Order (which enabled action runs next), **time** (an informer event, a timer
+or an API response may come anywhere inside its window, so "let virtual time
+pass" is a choice too), **faults** (crash points, watch drops, ambiguous
+writes, stale lists, ...: see ``faults``) and data choices (user operations).
 
 Strategies
 ----------
-``random``      uniform choice among enabled actions, one derived seed per run.
-``pct``         PCT (Burckhardt et al. 2010); the result reports the per-run bound.
-``hypothesis``  choices drawn one at a time from Hypothesis (``st.data()``), so
-                Hypothesis' shrinker works on them; ``Phase.explain`` is off.
-``exhaustive``  every run with 0, 1, ..., k deviations from the canonical order,
-                breadth-first by deviation count: the referee that proves a
+``portfolio``   the default: random, PCT and Hypothesis interleaved within the
+                budget; the result names the member that found the failure.
+``random``      a random walk: uniform among released actions, deliveries late
+                inside their windows with a per-run probability, faults placed
+                uniformly over the run's fault points for a swarm subset of kinds.
+``pct``         PCT (Burckhardt et al. 2010) with the same lateness and faults.
+``hypothesis``  Hypothesis draws a *plan* (a short list of named holds, faults
+                and picks over the actions of the canonical run), so a late
+                delivery is as cheap to draw as an early one and its shrinker
+                removes entries.
+``exhaustive``  every plan with 0, 1, ..., k entries, breadth first, extended
+                from the runs it has seen: the referee that proves a
                 counterexample minimal and a fixed model clean up to ``k``.
-``replay``      one run under a given list of choices.
+``canonical``   the canonical run only (every choice 0).
+``replay``      one run under a given list of positional choices.
 
-Whatever found a failure, the harness then shrinks it by setting deviations
-back to the canonical choice while the same oracle still fails, and (by
-default) asks ``exhaustive`` whether fewer deviations can fail at all.
+Whatever found a failure, the harness writes it down as a plan
+(:class:`~harness.sim.ConvertingChooser`), shrinks the plan (faults first, then
+holds, then shorter holds), and asks the ``exhaustive`` referee for the first
+failing plan in its order with the fewest entries: the *canonical minimum*,
+the same counterexample whichever seed or strategy found the bug.
 """
 
 from __future__ import annotations
 
 import itertools
+import random
 import re
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import UsageError
-from ..sim import Limits, Option, PCTChooser, RandomChooser, ReplayChooser, RunOutcome, run_batch, run_once
+from ..sim import (
+    ConvertingChooser,
+    Entry,
+    Fault,
+    FaultPlacement,
+    Hold,
+    Ident,
+    Limits,
+    PCTChooser,
+    Pick,
+    PlanChooser,
+    RandomChooser,
+    ReplayChooser,
+    RunOutcome,
+    canonical_plan,
+    run_batch,
+    run_once,
+)
 from ._counterexample import Counterexample, Scenario, scenario_ref
 
 
@@ -63,6 +96,7 @@ class Budget:
         if self.seconds is not None:
             parts.append(f"{self.seconds:g} s")
         return " / ".join(parts) or "unbounded"
+
 
 
 # ------------------------------------------------------------- strategies
@@ -114,34 +148,89 @@ class Exhaustive(Strategy):
 
 
 @dataclass(frozen=True)
+class Portfolio(Strategy):
+    """Random, PCT and Hypothesis in turns of ``chunk`` runs each, within one budget."""
+
+    seed: int = 0
+    chunk: int = 40
+    name = "portfolio"
+
+    def describe(self) -> str:
+        return f"portfolio(seed={self.seed})"
+
+
+@dataclass(frozen=True)
+class Canonical(Strategy):
+    name = "canonical"
+
+
+@dataclass(frozen=True)
 class Replay(Strategy):
     choices: tuple[int, ...] = ()
     name = "replay"
 
 
-STRATEGIES = ("random", "pct", "hypothesis", "exhaustive")
-DEFAULT_STRATEGY = "random"
+STRATEGIES = ("portfolio", "random", "pct", "hypothesis", "exhaustive", "canonical")
+DEFAULT_STRATEGY = "portfolio"
+STRATEGY_FORMS = "portfolio, random, pct[:DEPTH>=1], hypothesis, exhaustive[:K>=0], canonical"
 
 
 def make_strategy(spec: str | Strategy, *, seed: int = 0) -> Strategy:
-    """``"random"``, ``"pct"``, ``"pct:4"``, ``"hypothesis"``, ``"exhaustive"``, ``"exhaustive:3"``."""
+    """``"portfolio"``, ``"random"``, ``"pct"``, ``"pct:4"``, ``"hypothesis"``, ``"exhaustive:3"``, ``"canonical"``."""
     if isinstance(spec, Strategy):
         return spec
-    name, _, arg = spec.partition(":")
+    name, _, arg = spec.strip().partition(":")
     try:
+        if name == "portfolio" and not arg:
+            return Portfolio(seed)
         if name == "random" and not arg:
             return Random(seed)
-        if name == "pct":
+        if name == "pct" and (not arg or int(arg) >= 1):
             return PCT(seed, int(arg) if arg else 3)
         if name == "hypothesis" and not arg:
             return Hypothesis(seed)
-        if name == "exhaustive":
+        if name == "exhaustive" and (not arg or int(arg) >= 0):
             return Exhaustive(int(arg) if arg else 2)
+        if name == "canonical" and not arg:
+            return Canonical()
     except ValueError:
         pass
-    raise UsageError(
-        f"unknown strategy {spec!r}; use one of random, pct[:DEPTH], hypothesis, exhaustive[:MAX_DEVIATIONS]"
-    )
+    raise UsageError(f"unknown strategy {spec!r}; use one of {STRATEGY_FORMS}")
+
+
+# ------------------------------------------------------------------ faults
+def parse_faults(spec: str | Sequence[str] | frozenset[str] | None) -> frozenset[str] | None:
+    """``"default"``/None (each component's own flags), ``"all"``, ``"none"``, or ``"crash,watch_drop"``."""
+    if spec is None:
+        return None
+    if isinstance(spec, frozenset):
+        return spec
+    if isinstance(spec, str):
+        text = spec.strip()
+        if text in ("", "default"):
+            return None
+        if text == "all":
+            return frozenset({"*"})
+        if text == "none":
+            return frozenset()
+        items = [t.strip() for t in text.split(",")]
+    else:
+        items = [str(t).strip() for t in spec]
+    bad = [t for t in items if not re.fullmatch(r"[a-z][a-z0-9_]*", t)]
+    if bad or not items:
+        raise UsageError(
+            f"fault kinds {spec!r} are not 'all', 'none', 'default' or a comma-separated list of kinds such as "
+            "'crash,watch_drop'"
+        )
+    return frozenset(items)
+
+
+def describe_faults(kinds: frozenset[str] | None) -> str:
+    if kinds is None:
+        return "the model's own fault flags"
+    if "*" in kinds:
+        return "every fault kind"
+    return "no faults" if not kinds else "faults " + ", ".join(sorted(kinds))
 
 
 # ----------------------------------------------------------------- result
@@ -163,6 +252,10 @@ class Result:
     first_found_run: int | None = None
     first_found_seconds: float | None = None
     notes: list[str] = field(default_factory=list)
+    #: the portfolio member (or strategy) whose run first failed
+    found_by: str | None = None
+    #: what was explored, in words: fault kinds and the widest lag window seen
+    space: str = ""
 
     @property
     def found(self) -> bool:
@@ -170,43 +263,73 @@ class Result:
 
     @property
     def outcome(self) -> str:
-        where = f"explored {self.runs:,} interleavings in {self.seconds:.2f} s"
+        where = f"explored {self.runs:,} {_plural(self.runs, 'run')} in {self.seconds:.2f} s"
         if self.counterexample is not None:
             cx = self.counterexample
-            minimal = " (proved minimal)" if cx.proved_minimal else ""
+            proof = f" ({cx.proof})" if cx.proof else ""
             pre = f"{where}, interrupted" if self.verdict == "interrupted" else where
+            by = f" by {self.found_by}" if self.found_by else ""
             return (
-                f"{pre}: found {cx.violation.describe()} in {cx.deviations} deviation"
-                f"{'s' if cx.deviations != 1 else ''}{minimal}, {cx.steps} steps"
+                f"{pre}: found{by} {cx.violation.describe()} in {cx.deviations} "
+                f"{_plural(cx.deviations, 'deviation')}{proof}, {cx.steps} steps"
             )
         if self.verdict == "proved-clean":
-            return f"proved clean up to {self.proved_bound} deviations ({self.runs:,} interleavings, {self.seconds:.2f} s)"
+            return (
+                f"proved clean up to {self.proved_bound} {_plural(self.proved_bound or 0, 'deviation')} "
+                f"(holds and faults; {self.space}; {self.runs:,} {_plural(self.runs, 'run')}, {self.seconds:.2f} s)"
+            )
         if self.verdict == "interrupted":
             return f"{where}: interrupted before any violation was found"
         bound = f"; PCT bound per run >= {self.pct_bound:.2e}" if self.pct_bound else ""
         early = f"; {self.notes[0]}" if self.notes and "exhaustive search stopped" in self.notes[0] else ""
-        return f"{where}: no violation (not a proof){bound}{early}"
+        space = f" ({self.space})" if self.space else ""
+        return f"{where}{space}: no violation (not a proof){bound}{early}"
 
     def __str__(self) -> str:
         return self.outcome
 
 
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
+
+
 # ----------------------------------------------------------------- runner
 class _Runner:
-    def __init__(self, scenario: Scenario, params: dict[str, Any], limits: Limits, budget: Budget) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        params: dict[str, Any],
+        limits: Limits,
+        budget: Budget,
+        faults: frozenset[str] | None = None,
+    ) -> None:
         self.scenario = scenario
         self.params = params
         self.limits = limits
         self.budget = budget
+        self.faults = faults
         self.runs = 0
         self.steps = 0
         self.started = time.perf_counter()
         self.interrupted = False
         self.max_steps_seen = 0
+        #: fault kinds seen (in discovery order) and the most fault points one run passed
+        self.fault_kinds_seen: list[str] = []
+        self.max_fault_points = 0
+        self.max_window = 0.0
         #: run number and elapsed seconds of the first failing run (before any shrinking)
         self.first_failure: tuple[int, float] | None = None
         #: called after every run with (runs, failed so far?) -- for live progress displays
         self.progress: Callable[[int, bool], None] | None = None
+
+    def sub(self, runs: int) -> _Runner:
+        """A runner for a sub-search (shrink, proof) with its own run budget; counts roll up via absorb()."""
+        return _Runner(self.scenario, self.params, self.limits, Budget(runs=runs), self.faults)
+
+    def absorb(self, other: _Runner) -> None:
+        self.runs += other.runs
+        self.steps += other.steps
+        self.interrupted = self.interrupted or other.interrupted
 
     def run_many(self, choosers: Iterator[Any]) -> RunOutcome | None:
         """Runs in one ``trio.run`` until one fails or the budget is spent; the failing run, if any."""
@@ -222,7 +345,7 @@ class _Runner:
         if self.exhausted():
             return None
         try:
-            run_batch(self.scenario, choosers, keep_going, params=self.params, limits=self.limits)
+            run_batch(self.scenario, choosers, keep_going, params=self.params, limits=self.limits, faults=self.faults)
         except KeyboardInterrupt:
             self.runs += 1
             self.interrupted = True
@@ -239,12 +362,20 @@ class _Runner:
         self.steps += n
         if n > self.max_steps_seen:
             self.max_steps_seen = n
+        for kind in out.fault_points:
+            if kind not in self.fault_kinds_seen:
+                self.fault_kinds_seen.append(kind)
+        points = sum(out.fault_points.values())
+        if points > self.max_fault_points:
+            self.max_fault_points = points
+        if out.max_window > self.max_window:
+            self.max_window = out.max_window
         if out.interrupted:
             self.interrupted = True
 
     def run(self, chooser: Any) -> RunOutcome:
         try:
-            out = run_once(self.scenario, chooser, params=self.params, limits=self.limits)
+            out = run_once(self.scenario, chooser, params=self.params, limits=self.limits, faults=self.faults)
         except KeyboardInterrupt:
             self.runs += 1
             self.interrupted = True
@@ -263,28 +394,47 @@ class _Runner:
             return True
         return b.seconds is not None and self.elapsed() >= b.seconds
 
+    def space(self) -> str:
+        lag = f"postponements within windows of up to {self.max_window:g} s" if self.max_window else "no time windows"
+        return f"{describe_faults(self.faults)}; {lag}"
+
 
 def _failed(out: RunOutcome) -> bool:
     return out.violation is not None and out.violation.kind != "interrupted"
 
 
+#: faults one random/PCT run may inject at most
+MAX_FAULTS = 2
+
+
 # --------------------------------------------------------------- searches
+def _placement(runner: _Runner, rng: random.Random) -> FaultPlacement:
+    return FaultPlacement.draw(rng, runner.fault_kinds_seen, runner.max_fault_points or 16, MAX_FAULTS)
+
+
+def _random_choosers(runner: _Runner, seed: int, start: int = 0) -> Iterator[RandomChooser]:
+    for i in itertools.count(start):
+        s = _mix(seed, i)
+        yield RandomChooser(s, faults=_placement(runner, random.Random(s ^ 0x5EED)))
+
+
+def _pct_choosers(runner: _Runner, strat: PCT, seen: dict[str, int], start: int = 0) -> Iterator[PCTChooser]:
+    for i in itertools.count(start):
+        # k (the step estimate) grows with the longest run so far
+        seen["k"] = max(seen["k"], runner.max_steps_seen)
+        s = _mix(strat.seed, i)
+        chooser = PCTChooser(s, strat.depth, seen["k"], faults=_placement(runner, random.Random(s ^ 0x5EED)))
+        yield chooser
+        seen["actors"] = max(seen["actors"], chooser.actors_seen)
+
+
 def _search_random(runner: _Runner, strat: Random) -> RunOutcome | None:
-    return runner.run_many(RandomChooser(_mix(strat.seed, i)) for i in itertools.count())
+    return runner.run_many(_random_choosers(runner, strat.seed))
 
 
 def _search_pct(runner: _Runner, strat: PCT) -> tuple[RunOutcome | None, float]:
     seen = {"actors": 1, "k": 50}
-
-    def choosers() -> Iterator[PCTChooser]:
-        for i in itertools.count():
-            # k (the step estimate) grows with the longest run so far
-            seen["k"] = max(seen["k"], runner.max_steps_seen)
-            chooser = PCTChooser(_mix(strat.seed, i), strat.depth, seen["k"])
-            yield chooser
-            seen["actors"] = max(seen["actors"], chooser.actors_seen)
-
-    found = runner.run_many(choosers())
+    found = runner.run_many(_pct_choosers(runner, strat, seen))
     if found is not None:
         return found, 0.0
     return None, 1.0 / (seen["actors"] * seen["k"] ** (strat.depth - 1))
@@ -296,70 +446,49 @@ class _Found(Exception):
         self.out = out
 
 
-class _HypothesisChooser:
-    """Draws the *deviations* from Hypothesis, not every decision.
+class _Pools:
+    """What a Hypothesis-drawn plan may name: the actions, fault points and data choices of the canonical run."""
 
-    The stream is ``more? far? gap choice ... stop``: each deviation costs four
-    draws, the canonical decisions between them none. Hypothesis
-    shrinks towards shorter, then lexicographically smaller streams, so here its
-    minimum is the run with the fewest deviations, taken as early and as close
-    to the canonical action as the bug allows. (Rejected: one draw per decision
-    -- Hypothesis then minimizes the run's *length*, and a 2-deviation toy
-    shrank to 12 deviations in a shorter run.)
-    """
+    def __init__(self, chooser: PlanChooser) -> None:
+        self.held = [ident for ident, _n in chooser.decisions]
+        self.ran = list(chooser.ran)
+        self.faults = [ident for ident, _k in chooser.fault_points]
+        self.data = [(ident, n) for ident, n in chooser.data_points if n > 1]
 
-    wants_options = False
-    MAX_GAP = 255
-
-    def __init__(self, data: Any, st: Any) -> None:
-        self._data = data
-        self._st = st
-        self._gap: int | None = None
-        self._done = False
-
-    def _draw_int(self, lo: int, hi: int) -> int:
-        key = (lo, hi)
-        strat = _INT_STRATEGIES.get(key)
-        if strat is None:
-            strat = _INT_STRATEGIES[key] = self._st.integers(lo, hi)
-        return int(self._data.draw(strat))
-
-    def choose(self, n: int, options: Sequence[Option] | None, label: str) -> int:
-        if label != "schedule":
-            # A data choice (a fault, a RaceMachine's rule or argument): rare, and
-            # meaningful in itself, so Hypothesis draws it directly; 0 is canonical.
-            return self._draw_int(0, n - 1)
-        if self._done:
-            return 0
-        if self._gap is None:
-            if not self._draw_int(0, 1):
-                self._done = True
-                return 0
-            # near (within 8 decisions) or far: races often need deviations close together
-            self._gap = self._draw_int(0, self.MAX_GAP) if self._draw_int(0, 1) else self._draw_int(0, 7)
-        if self._gap > 0:
-            self._gap -= 1
-            return 0
-        self._gap = None
-        return self._draw_int(1, n - 1)
-
-
-_INT_STRATEGIES: dict[tuple[int, int], Any] = {}
+    def plan(self, raw: list[tuple[int, int, int]]) -> tuple[Entry, ...]:
+        out: dict[Any, Entry] = {}
+        for kind, a, b in raw:
+            if kind == 0 and self.held:
+                what = self.held[a % len(self.held)]
+                until: Ident | None = None if b < 0 or not self.ran else self.ran[b % len(self.ran)]
+                out.setdefault(("hold", what), Hold(what, until))
+            elif kind == 1 and self.faults:
+                at = self.faults[a % len(self.faults)]
+                out.setdefault(("fault", at), Fault(at))
+            elif kind == 2 and self.data:
+                ident, n = self.data[a % len(self.data)]
+                out.setdefault(("pick", ident), Pick(ident, 1 + abs(b) % (n - 1)))
+        return canonical_plan(out.values())
 
 
 def _search_hypothesis(runner: _Runner, strat: Hypothesis) -> RunOutcome | None:
-    """Let Hypothesis draw the deviations; its shrinker minimizes them.
+    """Let Hypothesis draw plans over the canonical run's actions; its shrinker removes entries.
 
     A runs budget is one Hypothesis search of that many examples. A seconds
     budget runs searches of ``_CHUNK`` examples with derived seeds until the time
     is spent: raising out of a Hypothesis test to stop it early is treated as a
     flaky test, so we never do.
     """
+    base = PlanChooser()
+    out = runner.run(base)
+    if _failed(out):
+        return out
+    pools = _Pools(base)
     if runner.budget.runs is not None:
-        return _hypothesis_chunk(runner, strat.seed, runner.budget.runs)
+        return _hypothesis_chunk(runner, pools, strat.seed, max(1, runner.budget.runs - runner.runs))
     k = 0
     while not runner.exhausted():
-        found = _hypothesis_chunk(runner, _mix(strat.seed, k), _CHUNK)
+        found = _hypothesis_chunk(runner, pools, _mix(strat.seed, k), _CHUNK)
         if found is not None:
             return found
         k += 1
@@ -369,10 +498,19 @@ def _search_hypothesis(runner: _Runner, strat: Hypothesis) -> RunOutcome | None:
 _CHUNK = 200
 
 
-def _hypothesis_chunk(runner: _Runner, seed: int, examples: int) -> RunOutcome | None:
+def _hypothesis_chunk(runner: _Runner, pools: _Pools, seed: int, examples: int) -> RunOutcome | None:
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
+
+    # Indexes are bounded by the pools (fixed for the search), so Hypothesis's preference for small
+    # values means "early in the canonical run" and -1 (no until: as long as the window allows).
+    kinds = [k for k, pool in ((0, pools.held), (1, pools.faults), (2, pools.data)) if pool]
+    if not kinds:
+        return None
+    size = max(len(pools.held), len(pools.faults), len(pools.data), 1)
+    until = st.just(-1) | st.integers(0, max(0, len(pools.ran) - 1))
+    entry = st.tuples(st.sampled_from(kinds), st.integers(0, size - 1), until)
 
     @hseed(seed)
     @settings(
@@ -380,15 +518,17 @@ def _hypothesis_chunk(runner: _Runner, seed: int, examples: int) -> RunOutcome |
         derandomize=False,
         database=None,
         deadline=None,
-        phases=[Phase.generate, Phase.shrink],
+        phases=[Phase.generate],  # the plan shrinker and the referee minimize what is found
         report_multiple_bugs=False,
         verbosity=Verbosity.quiet,
         suppress_health_check=list(HealthCheck),
         print_blob=False,
     )
-    @given(st.data())
-    def search(data: Any) -> None:
-        out = runner.run(_HypothesisChooser(data, st))
+    @given(st.lists(entry, min_size=1, max_size=4))
+    def search(raw: list[tuple[int, int, int]]) -> None:
+        if runner.exhausted():
+            return
+        out = runner.run(PlanChooser(pools.plan(raw)))
         if _failed(out):
             raise _Found(out)
 
@@ -399,68 +539,257 @@ def _hypothesis_chunk(runner: _Runner, seed: int, examples: int) -> RunOutcome |
     return None
 
 
-def _children(prefix: list[int], sizes: list[int]) -> list[list[int]]:
-    kids = []
-    for i in range(len(prefix), len(sizes)):
-        base = prefix + [0] * (i - len(prefix))
-        for c in range(1, sizes[i]):
-            kids.append([*base, c])
+# ------------------------------------------------------------- exhaustive
+class _PlanSearch:
+    """Breadth-first over plans by entry count, each level extended from the runs of the one before.
+
+    Children of a plan are: a hold of each action chosen at a decision of its
+    run (first "as long as its window allows"; that run shows which actions
+    ran meanwhile, and each becomes a sibling "until that one has run"), each
+    fault point the run passed, and each other value of its data choices.
+    A run in which an entry changed nothing is the run of a smaller plan and
+    is not counted twice. The order is deterministic, so "the first failing
+    plan with the fewest entries" is one plan whatever found the bug first.
+    """
+
+    def __init__(self, runner: _Runner, max_entries: int, accept: Callable[[RunOutcome], bool]) -> None:
+        self.runner = runner
+        self.max_entries = max_entries
+        self.accept = accept
+        self.found: tuple[RunOutcome, tuple[Entry, ...]] | None = None
+        self.complete_levels = -1  # every plan with <= this many entries was run
+        self.level_reached = 0
+
+    def run(self) -> None:
+        seen: set[frozenset[Entry]] = set()
+        level: list[tuple[Entry, ...]] = [()]
+        for depth in range(self.max_entries + 1):
+            self.level_reached = depth
+            nxt: list[tuple[Entry, ...]] = []
+            queue = list(level)
+            qi = 0
+            while qi < len(queue):
+                if self.runner.exhausted():
+                    return
+                plan = queue[qi]
+                qi += 1
+                chooser = PlanChooser(plan)
+                out = self.runner.run(chooser)
+                if chooser.inert:
+                    continue  # the same run as a smaller plan
+                if self.accept(out):
+                    self.found = (out, chooser.plan)
+                    return
+                # siblings: hold X until each action that ran while it was held
+                last = [e for e in plan if isinstance(e, Hold) and e.until is None]
+                for h in last:
+                    for y in _dedup(chooser.during.get(h.what, [])):
+                        sib = canonical_plan([*(e for e in plan if e != h), Hold(h.what, y)])
+                        key = frozenset(sib)
+                        if key not in seen:
+                            seen.add(key)
+                            queue.append(sib)
+                if depth < self.max_entries:
+                    for child in _children(plan, chooser):
+                        key = frozenset(child)
+                        if key not in seen:
+                            seen.add(key)
+                            nxt.append(child)
+            self.complete_levels = depth
+            level = nxt
+            if not level:
+                self.complete_levels = self.max_entries
+                return
+
+
+def _dedup(items: list[Ident]) -> list[Ident]:
+    out: list[Ident] = []
+    seen: set[Ident] = set()
+    for x in items:
+        if x not in seen:
+            seen.add(x)
+            out.append(x)
+    return out
+
+
+def _children(plan: tuple[Entry, ...], chooser: PlanChooser) -> list[tuple[Entry, ...]]:
+    held = {e.what for e in plan if isinstance(e, Hold)}
+    faulted = {e.at for e in plan if isinstance(e, Fault)}
+    picked = {e.at for e in plan if isinstance(e, Pick)}
+    kids: list[tuple[Entry, ...]] = []
+    for ident, _kind in chooser.fault_points:
+        if ident not in faulted:
+            kids.append(canonical_plan([*plan, Fault(ident)]))
+    for ident, _n in chooser.decisions:
+        if ident not in held:
+            kids.append(canonical_plan([*plan, Hold(ident, None)]))
+    for ident, n in chooser.data_points:
+        if ident not in picked:
+            kids.extend(canonical_plan([*plan, Pick(ident, v)]) for v in range(1, n))
     return kids
 
 
-def _search_exhaustive(
-    runner: _Runner, max_deviations: int, *, stop_before: int | None = None
-) -> tuple[RunOutcome | None, bool]:
-    """Breadth-first by deviation count. Returns (first failure, complete?)."""
-    level: deque[list[int]] = deque([[]])
-    for depth in range(max_deviations + 1):
-        if stop_before is not None and depth >= stop_before:
-            return None, True
-        nxt: deque[list[int]] = deque()
-        while level:
-            if runner.exhausted():
-                return None, False
-            prefix = level.popleft()
-            out = runner.run(ReplayChooser(prefix))
-            if _failed(out):
-                return out, True
-            if depth < max_deviations:
-                nxt.extend(_children(prefix, out.sizes))
-        level = nxt
-    return None, True
+def _search_exhaustive(runner: _Runner, max_deviations: int) -> tuple[RunOutcome | None, bool, tuple[Entry, ...]]:
+    """Breadth-first over plans. Returns (first failure, complete?, its plan)."""
+    search = _PlanSearch(runner, max_deviations, _failed)
+    search.run()
+    if search.found is not None:
+        return search.found[0], True, search.found[1]
+    return None, search.complete_levels >= max_deviations, ()
 
 
 # --------------------------------------------------------------- shrinking
-def shrink(runner: _Runner, out: RunOutcome, *, max_runs: int = 2000, max_seconds: float = 20.0) -> RunOutcome:
-    """Set deviations back to canonical (then to smaller indexes) while the same bug fails."""
+@dataclass
+class _Minimum:
+    out: RunOutcome
+    plan: tuple[Entry, ...] | None  # None: positional only (the plan did not reproduce the run)
+    proved: bool | None = None
+    proof: str = ""
+
+
+def to_plan(runner: _Runner, out: RunOutcome) -> tuple[RunOutcome, tuple[Entry, ...]] | None:
+    """Write a positional run down as a plan, and check the plan makes the same failure."""
+    conv = ConvertingChooser(out.choices)
+    runner.run(conv)
+    plan = conv.result()
+    again = runner.run(PlanChooser(plan))
+    if out.violation is not None and out.violation.same_bug(again.violation):
+        return again, plan
+    return None
+
+
+def shrink_plan(
+    runner: _Runner, out: RunOutcome, plan: tuple[Entry, ...], *, max_runs: int = 2000
+) -> tuple[RunOutcome, tuple[Entry, ...]]:
+    """Hypothesis-style passes over a plan while the same bug fails.
+
+    Delete each entry (faults first), then pairs; then shorten each hold
+    (until an earlier action that ran while it held, or no hold at all when the
+    release comes anyway); keep a candidate when it is smaller, or as small and
+    shorter. Returns the best run and its plan (inert entries dropped).
+    """
+    assert out.violation is not None
+    target = out.violation
+    best, best_plan = out, plan
+    budget = [max_runs]
+
+    def attempt(cand: tuple[Entry, ...]) -> bool:
+        nonlocal best, best_plan
+        if budget[0] <= 0 or runner.exhausted():
+            return False
+        budget[0] -= 1
+        chooser = PlanChooser(cand)
+        res = runner.run(chooser)
+        if not target.same_bug(res.violation):
+            return False
+        applied = canonical_plan(e for e in cand if e not in chooser.inert)
+        if (len(applied), res.steps) < (len(best_plan), best.steps):
+            best, best_plan = res, applied
+            return True
+        return False
+
+    improved = True
+    while improved and budget[0] > 0:
+        improved = False
+        order = sorted(range(len(best_plan)), key=lambda i: (best_plan[i].kind != "fault", -i))
+        for i in order:
+            if i < len(best_plan) and attempt(best_plan[:i] + best_plan[i + 1 :]):
+                improved = True
+                break
+        if improved:
+            continue
+        for i, j in itertools.combinations(range(len(best_plan)), 2):
+            if budget[0] <= 0:
+                break
+            if attempt(tuple(e for k, e in enumerate(best_plan) if k not in (i, j))):
+                improved = True
+                break
+    # Shorter holds: release earlier (a plan of the same size that runs fewer steps, or reads simpler).
+    for i, e in enumerate(best_plan):
+        if not isinstance(e, Hold) or budget[0] <= 0:
+            continue
+        chooser = PlanChooser(best_plan)
+        runner.run(chooser)
+        for y in _dedup(chooser.during.get(e.what, [])):
+            if y == e.until:
+                break
+            cand = canonical_plan([*best_plan[:i], Hold(e.what, y), *best_plan[i + 1 :]])
+            if attempt(cand):
+                break
+    return best, best_plan
+
+
+def _shrink_positional(runner: _Runner, out: RunOutcome, *, max_runs: int = 1000) -> RunOutcome:
+    """Set positional deviations back to canonical while the same bug fails (fallback when no plan reproduces)."""
     assert out.violation is not None
     target = out.violation
     best = out
     spent = 0
     improved = True
-    deadline = time.perf_counter() + max_seconds
-    while improved and spent < max_runs and time.perf_counter() < deadline:
+    while improved and spent < max_runs and not runner.exhausted():
         improved = False
         choices = best.choices
         for i in reversed(range(len(choices))):
             if choices[i] == 0:
                 continue
-            trials = [choices[:i] + choices[i + 1 :]]  # delete: later choices shift left
-            trials += [[*choices[:i], smaller, *choices[i + 1:]] for smaller in range(0, choices[i])]
-            for trial in trials:
-                cand = runner.run(ReplayChooser(trial))
-                spent += 1
-                if target.same_bug(cand.violation) and _better(cand, best):
-                    best = cand
-                    improved = True
-                    break
-            if improved or spent >= max_runs or time.perf_counter() >= deadline:
+            trial = [*choices[:i], 0, *choices[i + 1 :]]
+            cand = runner.run(ReplayChooser(trial))
+            spent += 1
+            if target.same_bug(cand.violation) and cand.deviations < best.deviations:
+                best = cand
+                improved = True
+                break
+            if spent >= max_runs:
                 break
     return best
 
 
-def _better(a: RunOutcome, b: RunOutcome) -> bool:
-    return (a.deviations, a.steps, a.choices) < (b.deviations, b.steps, b.choices)
+def minimize(runner: _Runner, out: RunOutcome, *, plan: tuple[Entry, ...] | None = None, proof_budget: int = 5000,
+             prove: bool = True, shrink: bool = True) -> _Minimum:
+    """From any failing run to the canonical minimum (or as close as the budgets allow, said in words)."""
+    assert out.violation is not None
+    if plan is None:
+        written = to_plan(runner, out)
+        if written is None and shrink:
+            out = _shrink_positional(runner, out)
+            written = to_plan(runner, out)
+        if written is None:
+            return _Minimum(out, None, None, "not proved minimal: the run could not be written as a plan")
+        out, plan = written
+    if shrink:
+        out, plan = shrink_plan(runner, out, plan)
+    if not prove:
+        return _Minimum(out, plan, None, "minimality not checked")
+    target = out.violation
+    assert target is not None
+    k = len(plan)
+    sub = runner.sub(_proof_budget(proof_budget, k))
+    search = _PlanSearch(sub, k, lambda o: target.same_bug(o.violation))
+    try:
+        search.run()
+    finally:
+        runner.absorb(sub)
+    if search.found is not None:
+        found_out, found_plan = search.found
+        return _Minimum(found_out, found_plan, True, "proved minimal")
+    covered = search.complete_levels
+    if covered >= k - 1:
+        return _Minimum(out, plan, True, "proved minimal")
+    what = "interrupted" if sub.interrupted else f"stopped after {sub.runs:,} runs"
+    if covered < 0:
+        return _Minimum(out, plan, None, f"not proved minimal: nothing covered ({what})")
+    return _Minimum(
+        out,
+        plan,
+        None,
+        f"not proved minimal: no counterexample with <= {covered} {_plural(covered, 'deviation')}; "
+        f"{covered + 1} not covered: {what}",
+    )
+
+
+def _proof_budget(base: int, k: int) -> int:
+    """More runs for a larger bound: each level multiplies the plans to cover."""
+    return base * max(1, k)
 
 
 # ------------------------------------------------------------------ explore
@@ -471,6 +800,7 @@ def explore(
     budget: Budget | str | int = Budget(),
     seed: int = 0,
     limits: Limits = Limits(),
+    faults: str | Sequence[str] | frozenset[str] | None = None,
     shrink_found: bool = True,
     prove_minimal: bool = True,
     proof_budget: int = 5000,
@@ -479,18 +809,23 @@ def explore(
 ) -> Result:
     """Search ``scenario(world, **params)`` for a violation.
 
-    A found run is shrunk to few deviations and, with ``prove_minimal``, the
-    ``exhaustive`` referee checks (within ``proof_budget`` runs) that no run
-    with fewer deviations fails; if one does, that one is reported instead.
-    ``progress(runs, found)`` is called after every run of the search and the
-    shrink (a live display hook; it must not raise).
+    ``faults``: ``None``/``"default"`` (each component's own fault flags),
+    ``"all"``, ``"none"`` or kinds such as ``"crash,watch_drop"``. A found run
+    is written as a plan, shrunk, and, with ``prove_minimal``, the
+    ``exhaustive`` referee looks (within ``proof_budget`` runs per entry) for
+    the first failing plan with the fewest entries; the counterexample says
+    what the proof covered. ``progress(runs, found)`` is called after every
+    run of the search (a live display hook; it must not raise).
     """
     strat = make_strategy(strategy, seed=seed)
     b = Budget.parse(budget)
-    runner = _Runner(scenario, params, limits, b)
+    kinds = parse_faults(faults)
+    runner = _Runner(scenario, params, limits, b, kinds)
     runner.progress = progress
     ref = scenario_ref(scenario)
     found: RunOutcome | None = None
+    found_plan: tuple[Entry, ...] | None = None
+    found_by: str | None = None
     early_note: str | None = None
     pct_bound: float | None = None
     proved: int | None = None
@@ -502,15 +837,22 @@ def explore(
             pct_bound = pct_bound or None
         elif isinstance(strat, Hypothesis):
             found = _search_hypothesis(runner, strat)
+        elif isinstance(strat, Portfolio):
+            found, found_by = _search_portfolio(runner, strat)
         elif isinstance(strat, Exhaustive):
-            found, complete = _search_exhaustive(runner, strat.max_deviations)
-            if found is None and complete:
+            found, complete, plan = _search_exhaustive(runner, strat.max_deviations)
+            if found is not None:
+                found_plan = plan
+            elif complete:
                 proved = strat.max_deviations
-            elif found is None and not runner.interrupted:
+            elif not runner.interrupted:
                 early_note = (
                     f"the exhaustive search stopped when the budget ({b}) ran out, before covering every run with "
                     f"up to {strat.max_deviations} deviations: raise the budget for a proof"
                 )
+        elif isinstance(strat, Canonical):
+            out = runner.run(PlanChooser())
+            found, found_plan = (out, ()) if _failed(out) else (None, None)
         elif isinstance(strat, Replay):
             out = runner.run(ReplayChooser(list(strat.choices)))
             found = out if _failed(out) else None
@@ -518,27 +860,31 @@ def explore(
             raise UsageError(f"unknown strategy {strat!r}")
     except KeyboardInterrupt:
         runner.interrupted = True
+    if found is not None and found_by is None:
+        found_by = strat.name
     first_found_run = runner.first_failure[0] if found is not None and runner.first_failure else None
     first_found_seconds = runner.first_failure[1] if found is not None and runner.first_failure else None
     cx: Counterexample | None = None
     notes: list[str] = [early_note] if early_note else []
     if found is not None:
-        best = found
-        minimal: bool | None = None
-        if not runner.interrupted:
+        best = _Minimum(found, found_plan, None, "not proved minimal (interrupted)")
+        if isinstance(strat, (Exhaustive, Canonical)) and found_plan is not None:
+            best = _Minimum(found, found_plan, True, "proved minimal")
+        elif not runner.interrupted and not isinstance(strat, Replay):
             try:
-                if shrink_found and not isinstance(strat, Exhaustive):
-                    best = shrink(runner, best)
-                if isinstance(strat, Exhaustive):
-                    minimal = True
-                elif prove_minimal:
-                    minimal, best = _prove_minimal(runner, best, proof_budget)
-                    if minimal is None:
-                        notes.append(f"minimality not proved within {proof_budget} runs")
+                best = minimize(
+                    runner, found, plan=found_plan, proof_budget=proof_budget, prove=prove_minimal,
+                    shrink=shrink_found,
+                )
             except KeyboardInterrupt:
                 runner.interrupted = True
-        cx = Counterexample.from_outcome(ref, params, best, strategy=strat.describe(), seed=seed, limits=limits)
-        cx.proved_minimal = minimal
+        cx = Counterexample.from_outcome(
+            ref, params, best.out, strategy=strat.describe(), seed=seed, limits=limits, plan=best.plan, faults=kinds
+        )
+        cx.proved_minimal = best.proved
+        cx.proof = best.proof
+        if best.proved is None and best.proof:
+            notes.append(best.proof)
     verdict = (
         "interrupted"
         if runner.interrupted
@@ -562,21 +908,59 @@ def explore(
         first_found_run=first_found_run,
         first_found_seconds=first_found_seconds,
         notes=notes,
+        found_by=found_by,
+        space=runner.space(),
     )
 
 
-def _prove_minimal(runner: _Runner, best: RunOutcome, proof_budget: int) -> tuple[bool | None, RunOutcome]:
-    """Exhaustive search below ``best.deviations``; a failure found there replaces ``best``."""
-    d = best.deviations
-    if d == 0:
-        return True, best
-    sub = _Runner(runner.scenario, runner.params, runner.limits, Budget(runs=proof_budget))
-    smaller, complete = _search_exhaustive(sub, d - 1)
-    runner.runs += sub.runs
-    runner.steps += sub.steps
-    if smaller is not None:
-        return True, smaller
-    return (True if complete else None), best
+def _search_portfolio(runner: _Runner, strat: Portfolio) -> tuple[RunOutcome | None, str | None]:
+    """Random, PCT and Hypothesis in turns of ``strat.chunk`` runs, sharing one budget.
+
+    No single strategy's blind spot is the default's: the random walk finds
+    deep interleavings cheaply, PCT finds few-step-ordering bugs with a
+    guarantee, Hypothesis finds bugs that need one long postponement.
+    """
+    seen = {"actors": 1, "k": 50}
+    rand = _random_choosers(runner, strat.seed)
+    pct = _pct_choosers(runner, PCT(strat.seed ^ 0x9E37, 3), seen)
+    pools: _Pools | None = None
+    hyp_round = 0
+    for _ in itertools.count():
+        for member in ("random", "pct", "hypothesis"):
+            if runner.exhausted():
+                return None, None
+            cap = runner.runs + strat.chunk
+            if member == "hypothesis":
+                if pools is None:
+                    base = PlanChooser()
+                    out = runner.run(base)
+                    if _failed(out):
+                        return out, member
+                    pools = _Pools(base)
+                    if not (pools.held or pools.faults or pools.data):
+                        continue
+                limit = min(strat.chunk, _remaining(runner))
+                if limit <= 0:
+                    return None, None
+                found = _hypothesis_chunk(runner, pools, _mix(strat.seed, 7919 + hyp_round), limit)
+                hyp_round += 1
+            else:
+                it = rand if member == "random" else pct
+                found = runner.run_many(_take_until(it, lambda: runner.runs >= cap))
+            if found is not None:
+                return found, member
+
+
+def _remaining(runner: _Runner) -> int:
+    b = runner.budget
+    if b.runs is not None:
+        return b.runs - runner.runs
+    return 1 << 30
+
+
+def _take_until(it: Iterator[Any], stop: Callable[[], bool]) -> Iterator[Any]:
+    while not stop():
+        yield next(it)
 
 
 def _mix(seed: int, i: int) -> int:
@@ -587,15 +971,21 @@ def _mix(seed: int, i: int) -> int:
 __all__ = [
     "PCT",
     "STRATEGIES",
+    "STRATEGY_FORMS",
     "Budget",
+    "Canonical",
     "Exhaustive",
     "Hypothesis",
+    "Portfolio",
     "Random",
     "Replay",
     "Result",
     "Strategy",
+    "describe_faults",
     "explore",
     "make_strategy",
-    "shrink",
+    "minimize",
+    "parse_faults",
+    "shrink_plan",
+    "to_plan",
 ]
-

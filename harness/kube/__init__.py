@@ -22,6 +22,7 @@ from ._errors import Conflict as Conflict
 from ._errors import Invalid as Invalid
 from ._errors import NotFound as NotFound
 from ._errors import ProcessCrashed as ProcessCrashed
+from ._errors import Gone as Gone
 from ._errors import ServerTimeout as ServerTimeout
 from ._expectations import EXPECTATIONS_TIMEOUT as EXPECTATIONS_TIMEOUT
 from ._expectations import KRUISE_EXPECTATION_TIMEOUT as KRUISE_EXPECTATION_TIMEOUT
@@ -59,7 +60,7 @@ __all__ = [
     "Backoff", "BucketRateLimiter", "Conflict", "Controller", "ControllerExpectations", "ControllerProcess",
     "DeletedFinalStateUnknown", "GarbageCollector", "Informer", "Invalid", "ItemExponentialFailureRateLimiter",
     "KubeObject", "Lister", "MaxOfRateLimiter", "NotFound", "OwnerReference", "ProcessCrashed", "RateLimiter",
-    "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout", "ShutDown", "WatchEvent",
+    "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout", "Gone", "ShutDown", "WatchEvent",
     "WorkQueue", "controller_ref", "copy_json", "default_controller_rate_limiter", "merge_patch",
     "retry_on_conflict",
 ]

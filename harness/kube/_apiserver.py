@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.sim import World
 
-from ._errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound, ServerTimeout
+from ._errors import AlreadyExists, ApiError, Conflict, Gone, Invalid, NotFound, ServerTimeout
 from ._objects import BUILTIN_KINDS, KubeObject, OwnerReference, copy_json, object_ref
 from ._process import checkpoint
 
@@ -54,17 +54,51 @@ Sink = Callable[[WatchEvent], None]
 class APIServer:
     """The cluster's single source of truth.
 
-    ``transient_errors=True`` makes every request draw
-    ``world.choose("fault: <verb> <Kind ns/name> fails", 2)``; 1 raises
-    :class:`ServerTimeout` before the request has any effect.
+    Fault points (each a ``world.fault`` of its kind; the flag here is the
+    default when a search does not name the kinds itself):
+
+    ``transient_error`` (``transient_errors=True``)
+        the request fails with :class:`ServerTimeout` before it has any effect.
+    ``ambiguous_write`` (``ambiguous_writes=True``)
+        the write commits, then its response is lost: the caller gets
+        :class:`ServerTimeout` for a write that happened.
+    ``stale_read`` (``stale_reads=True``)
+        a ``list(..., resource_version="0")`` or an informer's LIST is served by
+        a watch cache that lags by up to ``stale_window`` seconds.
+
+    Time: a write's response may come up to ``response_window`` seconds
+    (default 1 s) after its commit; watch events of the commit may be
+    delivered before it. The server keeps its revision history (a watch cache
+    with compaction: :meth:`compact`), so a LIST can be served at an older
+    revision and a watch from a compacted revision gets 410 Gone.
 
     Counters: :attr:`calls` maps ``(verb, kind)`` and :attr:`errors` maps
     ``(verb, kind, code)`` to counts, for oracles such as "no 409s".
     """
 
-    def __init__(self, world: World, *, transient_errors: bool = False, default_pod_grace: int = 30) -> None:
+    def __init__(
+        self,
+        world: World,
+        *,
+        transient_errors: bool = False,
+        ambiguous_writes: bool = False,
+        stale_reads: bool = False,
+        response_window: float = 1.0,
+        stale_window: float = 2.0,
+        default_pod_grace: int = 30,
+    ) -> None:
         self._world = world
         self._transient = transient_errors
+        self._ambiguous = ambiguous_writes
+        self._stale = stale_reads
+        #: seconds a write's response may lag its commit (a strategy's choice within this window)
+        self.response_window = response_window
+        #: seconds a watch cache may lag behind etcd when it serves a stale LIST
+        self.stale_window = stale_window
+        #: every committed event with its revision time, oldest first (the watch cache's history)
+        self._log: list[tuple[float, WatchEvent]] = []
+        #: revisions at or below this one are compacted: a watch from them gets 410 Gone
+        self.compacted_rv = 0
         self._default_grace = default_pod_grace
         self._store: dict[str, dict[str, KubeObject]] = {}
         self._watchers: dict[str, list[Sink]] = {}
@@ -100,7 +134,7 @@ class APIServer:
         checkpoint(self._world, label)
         k = (verb, kind)
         self.calls[k] = self.calls.get(k, 0) + 1
-        if self._transient and self._world.choose(f"fault: {label} fails", 2):
+        if self._world.fault("transient_error", f"{label} fails (timeout, no effect)", key=ref, default=self._transient):
             raise self._error(verb, kind, ServerTimeout.of(verb, kind))
 
     def _error(self, verb: str, kind: str, err: ApiError) -> ApiError:
@@ -115,6 +149,7 @@ class APIServer:
         return obj
 
     def _emit(self, kind: str, event: WatchEvent) -> None:
+        self._log.append((self._world.now, event))
         for sink in self._watchers.get(kind, ()):
             sink(event)
 
@@ -168,10 +203,27 @@ class APIServer:
         return self._get("get", kind, namespace, name).deepcopy()
 
     async def list(
-        self, kind: str, namespace: str | None = None, selector: dict[str, str] | None = None
+        self,
+        kind: str,
+        namespace: str | None = None,
+        selector: dict[str, str] | None = None,
+        *,
+        resource_version: str = "",
     ) -> builtins.list[KubeObject]:
-        """LIST objects of a kind, in creation order, optionally by namespace and label selector."""
+        """LIST objects of a kind, in creation order, optionally by namespace and label selector.
+
+        ``resource_version="0"`` lets the server answer from its watch cache,
+        which may lag (the ``stale_read`` fault); the default is a quorum read.
+        """
         await self._enter("list", kind, namespace or "", "*")
+        if resource_version == "0":
+            stale = self.stale_revision(kind, f"list {kind} served by a watch cache lagging {self.stale_window:g} s")
+            if stale is not None:
+                return [
+                    o.deepcopy()
+                    for o in self.snapshot_at(kind, stale)
+                    if (namespace is None or o.namespace == namespace) and o.matches(selector)
+                ]
         return [o.deepcopy() for o in self._select(kind, namespace, selector)]
 
     def _select(
@@ -193,7 +245,7 @@ class APIServer:
         return [o.deepcopy() for o in self._store.get(kind, {}).values()]
 
     # --------------------------------------------------------------- writes
-    async def create(self, obj: KubeObject) -> KubeObject:
+    async def _create(self, obj: KubeObject) -> KubeObject:
         """POST: assigns uid (``uid-0001``...), resourceVersion and creationTimestamp."""
         await self._enter("create", obj.kind, obj.namespace, obj.name)
         if obj.resource_version:
@@ -212,7 +264,7 @@ class APIServer:
         new.deletion_grace_period_seconds = None
         return self._commit(new, ADDED).deepcopy()
 
-    async def update(self, obj: KubeObject) -> KubeObject:
+    async def _update(self, obj: KubeObject) -> KubeObject:
         """PUT: writes metadata and spec (status is kept: it is a subresource), RV-checked."""
         await self._enter("update", obj.kind, obj.namespace, obj.name, obj.resource_version)
         cur = self._get("update", obj.kind, obj.namespace, obj.name)
@@ -227,7 +279,7 @@ class APIServer:
             new.generation = cur.generation + 1
         return self._write(cur, new).deepcopy()
 
-    async def update_status(self, obj: KubeObject) -> KubeObject:
+    async def _update_status(self, obj: KubeObject) -> KubeObject:
         """PUT .../status: writes only ``status``, yet is RV-checked and bumps the object's RV."""
         await self._enter("update_status", obj.kind, obj.namespace, obj.name, obj.resource_version)
         cur = self._get("update_status", obj.kind, obj.namespace, obj.name)
@@ -236,7 +288,7 @@ class APIServer:
         new.status = copy_json(obj.status)
         return self._write(cur, new).deepcopy()
 
-    async def patch(
+    async def _patch(
         self,
         kind: str,
         namespace: str,
@@ -281,7 +333,7 @@ class APIServer:
                 new.owner_references = list(refs)
         return self._write(cur, new).deepcopy()
 
-    async def apply_status(
+    async def _apply_status(
         self, kind: str, namespace: str, name: str, status: dict[str, Any], *, field_manager: str = "", force: bool = True
     ) -> KubeObject:
         """Server-side apply of ``.status`` (``ApplyStatus``): never RV-checked.
@@ -296,7 +348,7 @@ class APIServer:
         new.status = _apply(new.status, status)
         return self._write(cur, new).deepcopy()
 
-    async def delete(
+    async def _delete(
         self,
         kind: str,
         namespace: str,
@@ -369,6 +421,79 @@ class APIServer:
         """The kubelet's final DELETE of a terminating Pod (grace period 0, uid precondition)."""
         return await self.delete("Pod", namespace, name, uid=uid, grace_period_seconds=0)
 
+    # ------------------------------------------------- write responses
+    # A write commits at its request step; its caller resumes at a later step, the
+    # response, so watch deliveries of the committed object may come in between
+    # (why controllers call ExpectCreations *before* Create). The response keeps
+    # the request's place in the canonical order; a strategy may let it wait up to
+    # ``response_window`` seconds, inject a crash before the caller handles it,
+    # or lose it (an ambiguous write: committed, yet the caller sees a timeout).
+    async def _respond(self, verb: str, kind: str, ref: str, out: KubeObject) -> KubeObject:
+        label = f"response {verb} {ref}"
+        await self._world.step(label, key=ref, rv=out.resource_version, window=self.response_window, follows=True)
+        checkpoint(self._world, label)
+        if self._world.fault(
+            "ambiguous_write", f"{verb} {ref} commits, but its response is lost (timeout)", key=ref,
+            default=self._ambiguous,
+        ):
+            raise self._error(verb, kind, ServerTimeout.of(verb, kind))
+        return out
+
+    async def create(self, obj: KubeObject) -> KubeObject:
+        """POST: assigns uid (``uid-0001``...), resourceVersion and creationTimestamp."""
+        out = await self._create(obj)
+        return await self._respond("create", obj.kind, object_ref(obj.kind, obj.namespace, obj.name), out)
+
+    async def update(self, obj: KubeObject) -> KubeObject:
+        """PUT: writes metadata and spec (status is kept: it is a subresource), RV-checked."""
+        out = await self._update(obj)
+        return await self._respond("update", obj.kind, object_ref(obj.kind, obj.namespace, obj.name), out)
+
+    async def update_status(self, obj: KubeObject) -> KubeObject:
+        """PUT .../status: writes only ``status``, yet is RV-checked and bumps the object's RV."""
+        out = await self._update_status(obj)
+        return await self._respond("update_status", obj.kind, object_ref(obj.kind, obj.namespace, obj.name), out)
+
+    async def patch(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        patch: dict[str, Any],
+        *,
+        subresource: str = "",
+        resource_version: int = 0,
+    ) -> KubeObject:
+        """A JSON merge patch; see :meth:`_patch`."""
+        out = await self._patch(kind, namespace, name, patch, subresource=subresource, resource_version=resource_version)
+        verb = "patch_status" if subresource == "status" else "patch"
+        return await self._respond(verb, kind, object_ref(kind, namespace, name), out)
+
+    async def apply_status(
+        self, kind: str, namespace: str, name: str, status: dict[str, Any], *, field_manager: str = "", force: bool = True
+    ) -> KubeObject:
+        """Server-side apply of ``.status``; see :meth:`_apply_status`."""
+        out = await self._apply_status(kind, namespace, name, status, field_manager=field_manager, force=force)
+        return await self._respond("apply_status", kind, object_ref(kind, namespace, name), out)
+
+    async def delete(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        resource_version: int | None = None,
+        propagation: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> KubeObject:
+        """DELETE by name, with optional ``Preconditions{UID, ResourceVersion}``; see :meth:`_delete`."""
+        out = await self._delete(
+            kind, namespace, name, uid=uid, resource_version=resource_version, propagation=propagation,
+            grace_period_seconds=grace_period_seconds,
+        )
+        return await self._respond("delete", kind, object_ref(kind, namespace, name), out)
+
     def _kubelet_expired(self, namespace: str, name: str, uid: str) -> None:
         cur = self._store.get("Pod", {}).get(f"{namespace}/{name}")
         if cur is not None and cur.uid == uid and self._awaiting_kubelet.get(uid):
@@ -401,6 +526,47 @@ class APIServer:
     def snapshot(self, kind: str) -> tuple[builtins.list[KubeObject], int]:
         """The committed objects of a kind and the revision they are current at (a LIST for informers)."""
         return list(self._store.get(kind, {}).values()), self._rv
+
+    # ------------------------------------------------------- watch cache history
+    def revision_at(self, t: float) -> int:
+        """The revision that was current at virtual time ``t`` (never below the compaction point)."""
+        rv = self.compacted_rv
+        for when, ev in self._log:
+            if when > t:
+                break
+            rv = max(rv, ev.object.resource_version)
+        return rv
+
+    def snapshot_at(self, kind: str, rv: int) -> builtins.list[KubeObject]:
+        """The objects of ``kind`` as they were at revision ``rv`` (a LIST served by a lagging watch cache)."""
+        state: dict[str, KubeObject] = {}
+        for _when, ev in self._log:
+            if ev.object.resource_version > rv:
+                break
+            if ev.object.kind != kind:
+                continue
+            if ev.type == DELETED:
+                state.pop(ev.object.key, None)
+            else:
+                state[ev.object.key] = ev.object
+        return list(state.values())
+
+    def events_since(self, kind: str, rv: int) -> builtins.list[WatchEvent]:
+        """Watch events of ``kind`` after revision ``rv``; raises :class:`Gone` (410) if ``rv`` is compacted."""
+        if rv < self.compacted_rv:
+            raise Gone.of(kind, rv, self.compacted_rv)
+        return [ev for _when, ev in self._log if ev.object.kind == kind and ev.object.resource_version > rv]
+
+    def compact(self) -> int:
+        """Compact the history up to the current revision (etcd compaction): older watches get 410 Gone."""
+        self.compacted_rv = self._rv
+        return self._rv
+
+    def stale_revision(self, kind: str, label: str) -> int | None:
+        """A ``stale_read`` fault point: the older revision a lagging watch cache serves, or None (fresh)."""
+        if not self._world.fault("stale_read", label, key=kind, default=self._stale):
+            return None
+        return min(self._rv, self.revision_at(self._world.now - self.stale_window))
 
 
 def merge_patch(target: dict[str, Any], patch: Any) -> Any:

@@ -93,5 +93,16 @@ class ServerTimeout(ApiError):
         )
 
 
+class Gone(ApiError):
+    """410: the watch asked for a revision the watch cache has compacted away; the client must relist."""
+
+    reason = "Expired"
+    code = 410
+
+    @classmethod
+    def of(cls, kind: str, rv: int, compacted: int) -> Gone:
+        return cls(f"too old resource version: {rv} ({compacted}) for {resource(kind)}")
+
+
 class ProcessCrashed(BaseException):
     """Raised at a yield point of an actor whose controller process has crashed."""

@@ -1,40 +1,62 @@
-"""Shared informers: one watch stream per informer, a lister cache, event handlers (section 0.4).
+"""Shared informers: a reflector, a lister cache, event handlers (section 0.4).
 
 Follows ``k8s.io/client-go/tools/cache``: ``reflector.go`` (list, then watch
-from the list's revision; a dropped watch relists), ``delta_fifo.go``
-(``Replace`` turns keys missing from a relist into ``DeletedFinalStateUnknown``),
-``shared_informer.go`` ``HandleDeltas``/``processDeltas`` (the indexer is
-updated **first**, then every handler is notified).
+from the list's revision; a watch that ends re-watches from the last revision
+it saw; 410 Gone or a failed call relists after a backoff),
+``delta_fifo.go`` (``Replace`` turns keys missing from a relist into
+``DeletedFinalStateUnknown``), ``shared_informer.go``
+``HandleDeltas``/``processDeltas`` (the indexer is updated **first**, then
+every handler is notified).
 
-Delivery is a chain of harness timers, one pending at a time per informer:
-delivering one event is exactly one scheduled action labelled
-``"informer/Pod deliver DELETED ns/p1 rv=12"`` (key ``"Pod ns/p1"``). Events
-of one informer are delivered in revision order; different informers are
-independent chains, so the scheduler may deliver a later Pod event before an
-earlier Queue event. Cache lag therefore comes from scheduling itself, plus an
-optional ``latency`` in virtual seconds. Rejected: a daemon actor blocked on a
-harness ``Queue``, because its wait is registered before the event exists, so
-the trace would read "wait" instead of naming the event, and an idle actor
-needs a second step per event.
+Time (a window per delivery, explored by the search)
+----------------------------------------------------
+A watch **pipelines**: every event the server commits is in flight at once, in
+revision order, and each may be delivered anywhere in
+``[commit + latency, commit + latency + max_lag]``. The canonical run delivers
+at the nominal time (``latency`` after the commit, 0 by default); a strategy may
+postpone an event (and, FIFO, those behind it) inside its window, past another
+informer's events or a controller's own timers. ``max_lag`` defaults to
+:data:`DEFAULT_MAX_LAG` (2 s: client-go bounds nothing; a loaded apiserver's
+watch lags by seconds, and 2 s is past the 1 s requeues and session ticks of
+the controllers modelled here; raise it for a loaded cluster). Deliveries of
+one informer stay in revision order; across informers and against timers,
+anything inside the windows is reachable. Delivering one event is one
+scheduled action labelled ``"informer/Pod deliver DELETED ns/p1 rv=12"`` (key
+``"Pod ns/p1"``).
 
 Handlers are plain synchronous functions, as in client-go
 (``ResourceEventHandlerFuncs``), and receive copies. By default they run in the
 same step as the store update. ``handler_lag=True`` gives them their own chain
-(actor ``"<informer>/handler"``), as client-go's per-listener goroutine does, so
-"the store is ahead of the handlers" (0.4b) becomes explorable, at the price of
-one more step per event.
+(actor ``"<informer>/handler"``) with the same window, as client-go's
+per-listener goroutine does, so "the store is ahead of the handlers" (0.4b) is
+explorable.
 
-Faults, each off unless its flag is set and each a ``world.choose`` whose 0 is
-"no fault": ``watch_drops`` (the watch breaks before an event; the events still
-queued are lost and the next step is a relist that coalesces intermediate
-states, adds missed creates and tombstones missed deletes) and
-``duplicates`` (the event is delivered twice, the second as an update with
-old == new).
+Faults (``world.fault`` points; the flag is the default when the search does
+not name the kinds itself)
+------------------------------------------------------------------
+``watch_drop`` (``watch_drops=True``)
+    the shorthand "drop and relist": the watch breaks before an event; events
+    the server had not yet delivered are replaced by a relist that coalesces
+    intermediate states, adds missed creates and tombstones missed deletes.
+``watch_end`` (``watch_ends=True``)
+    the watch ends before an event and the reflector re-watches from the last
+    revision it saw: nothing lost, nothing duplicated, only later.
+``compaction`` (``compactions=True``)
+    at a re-watch, the server has compacted past the reflector's revision: 410
+    Gone, then a relist after client-go's backoff (800 ms doubling to 30 s,
+    jitter up to the same again, reset after 2 minutes of health).
+``duplicate`` (``duplicates=True``)
+    the event is delivered twice, the second as an update with old == new.
+``stale_read`` (the apiserver's ``stale_reads=True``)
+    a LIST is served by a watch cache lagging ``stale_window`` seconds (a
+    restarted controller that lists from a stale apiserver: "time travel");
+    the watch then continues from that older revision.
 """
 
 from __future__ import annotations
 
 import builtins
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,9 +64,18 @@ from dataclasses import dataclass
 from harness.sim import TimerHandle, World
 
 from ._apiserver import DELETED, APIServer, WatchEvent
-from ._errors import NotFound
+from ._errors import Gone, NotFound
 from ._objects import KubeObject
 from ._process import ControllerProcess
+
+
+#: default ``max_lag``: seconds an informer event may come after its nominal time
+DEFAULT_MAX_LAG = 2.0
+#: client-go reflector backoff (``wait.NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0)``)
+BACKOFF_INITIAL = 0.8
+BACKOFF_CAP = 30.0
+BACKOFF_RESET = 120.0
+BACKOFF_JITTER = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +149,11 @@ class Informer:
         name: str | None = None,
         resync_period: float = 0.0,
         latency: float = 0.0,
+        max_lag: float | None = None,
         handler_lag: bool = False,
         watch_drops: bool = False,
+        watch_ends: bool = False,
+        compactions: bool = False,
         duplicates: bool = False,
         process: ControllerProcess | None = None,
     ) -> None:
@@ -129,16 +163,27 @@ class Informer:
         self.name = name or f"informer/{kind}"
         self.resync_period = resync_period
         self.latency = latency
+        #: seconds an event may be delivered after its nominal time (a strategy's choice)
+        self.max_lag = DEFAULT_MAX_LAG if max_lag is None else max_lag
         self.handler_lag = handler_lag
         self.watch_drops = watch_drops
+        self.watch_ends = watch_ends
+        self.compactions = compactions
         self.duplicates = duplicates
         self._store: dict[str, KubeObject] = {}
         self.lister = Lister(kind, self._store)
         # Reports find the run's informers here to compare caches with the apiserver (harness.report).
         world.state.setdefault("_kube_informers", []).append(self)
         self._handlers: list[_Handler] = []
-        self._stream: deque[WatchEvent] = deque()
+        # events the server has sent and the reflector not yet delivered, with their commit times
+        self._stream: deque[tuple[WatchEvent, float]] = deque()
         self._needs_list = True
+        self._list_at = 0.0  # nominal time of the next LIST
+        self._list_window = self.max_lag
+        self._rewatch = False  # a re-watch from _last_rv is pending
+        self._last_rv = 0
+        self._failures = 0
+        self._last_failure = -math.inf
         self._timer: TimerHandle | None = None
         self._notes: deque[_Note] = deque()
         self._note_timer: TimerHandle | None = None
@@ -151,6 +196,7 @@ class Informer:
         self.delivered_rv: dict[str, int] = {}
         self.delivered = 0
         self.relists = 0
+        self.rewatches = 0
         if process is not None:
             process.on_crash(self.stop)
 
@@ -167,6 +213,7 @@ class Informer:
             return
         self._started = True
         self._stop_watch = self._api.watch(self.kind, self._on_event)
+        self._list_at = self._world.now + self.latency
         self._pump()
         if self.resync_period > 0:
             self._schedule_resync()
@@ -197,48 +244,105 @@ class Informer:
 
     # ------------------------------------------------------------- delivery
     def _on_event(self, event: WatchEvent) -> None:
-        if self._stopped:
-            return
-        self._stream.append(event)
+        if self._stopped or self._needs_list or self._rewatch:
+            return  # a LIST or re-watch to come covers it
+        self._stream.append((event, self._world.now))
         if self._timer is None:
             self._pump()
 
     def _pump(self) -> None:
         if self._stopped or self._timer is not None:
             return
+        world = self._world
         if self._needs_list:
             label = f"{self.name} list"
             key = None
             rv = None
+            when, latest = self._list_at, self._list_at + self._list_window
+            fn = self._do_list
+        elif self._rewatch:
+            label = f"{self.name} re-watch from rv={self._last_rv}"
+            key, rv = None, None
+            when, latest = self._list_at, self._list_at + self.max_lag
+            fn = self._do_rewatch
         elif self._stream:
-            ev = self._stream[0]
+            ev, t = self._stream[0]
             obj = ev.object
             label = f"{self.name} deliver {ev.type} {obj.key} rv={obj.resource_version}"
             key = obj.ref
             rv = obj.resource_version
+            when = t + self.latency
+            latest = when + self.max_lag
+            fn = self._deliver
         else:
             return
-        self._timer = self._world.call_later(self.latency, self._deliver, label=label, actor=self.name, key=key, rv=rv)
+        self._timer = world.call_at(when, fn, label=label, actor=self.name, key=key, rv=rv, latest=latest)
 
     def _deliver(self) -> None:
         self._timer = None
+        if self._stopped or not self._stream:
+            return
+        ev, _t = self._stream[0]
+        world = self._world
+        head = f"{ev.type} {ev.object.key} rv={ev.object.resource_version}"
+        if world.fault("watch_drop", f"{self.name} watch drops before {head}; relists", key=ev.object.ref,
+                       default=self.watch_drops):
+            self._stream.clear()
+            self._needs_list = True
+            self._list_at = world.now + self.latency
+            self._list_window = self.max_lag
+        elif world.fault(
+            "watch_end",
+            f"{self.name} watch ends before {head}; resumes at rv={self._last_rv}",
+            key=ev.object.ref,
+            default=self.watch_ends,
+        ):
+            self._stream.clear()
+            self._rewatch = True
+            self._list_at = world.now + self.latency
+        else:
+            self._stream.popleft()
+            if world.fault("duplicate", f"{self.name} delivers {head} twice", key=ev.object.ref, default=self.duplicates):
+                self._stream.appendleft((ev, world.now))
+            self._last_rv = max(self._last_rv, ev.object.resource_version)
+            self._apply(ev)
+        self._pump()
+
+    def _do_rewatch(self) -> None:
+        """``Reflector.watch`` resumed from the last seen revision; 410 Gone means relist after backoff."""
+        self._timer = None
         if self._stopped:
             return
-        if self._needs_list:
-            self._relist()
-        elif self._stream:
-            ev = self._stream[0]
-            world = self._world
-            head = f"{ev.type} {ev.object.key} rv={ev.object.resource_version}"
-            if self.watch_drops and world.choose(f"fault: {self.name} watch drops before {head}", 2):
-                self._stream.clear()
-                self._needs_list = True
-            else:
-                self._stream.popleft()
-                if self.duplicates and world.choose(f"fault: {self.name} delivers {head} twice", 2):
-                    self._stream.appendleft(ev)
-                self._apply(ev)
+        self._rewatch = False
+        self.rewatches += 1
+        world = self._world
+        if world.fault(
+            "compaction",
+            f"{self.name}: the server compacted past rv={self._last_rv} before the re-watch (410 Gone)",
+            default=self.compactions,
+        ):
+            self._api.compact()
+        try:
+            missed = self._api.events_since(self.kind, self._last_rv)
+        except Gone:
+            self._relist_after_backoff()
+        else:
+            now = world.now
+            self._stream.extend((ev, now) for ev in missed)
         self._pump()
+
+    def _relist_after_backoff(self) -> None:
+        """client-go ``wait.NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0)`` (reflector.go)."""
+        now = self._world.now
+        if now - self._last_failure > BACKOFF_RESET:
+            self._failures = 0
+        self._failures += 1
+        self._last_failure = now
+        backoff = min(BACKOFF_INITIAL * 2 ** (self._failures - 1), BACKOFF_CAP)
+        self._needs_list = True
+        self._stream.clear()
+        self._list_at = now + backoff
+        self._list_window = backoff * BACKOFF_JITTER  # jitter 1.0: anywhere up to twice the backoff
 
     def _apply(self, ev: WatchEvent) -> None:
         obj = ev.object
@@ -256,12 +360,32 @@ class Informer:
             else:
                 self._notify("update", old, obj)
 
+    def _do_list(self) -> None:
+        self._timer = None
+        if self._stopped:
+            return
+        self._relist()
+        self._pump()
+
     def _relist(self) -> None:
-        """``Reflector.ListAndWatch`` + ``DeltaFIFO.Replace`` against the current server state."""
-        objects, _rv = self._api.snapshot(self.kind)
-        self._stream.clear()  # everything queued so far is covered by the list
+        """``Reflector.ListAndWatch`` + ``DeltaFIFO.Replace``; the LIST may come from a lagging watch cache."""
+        api = self._api
+        stale = api.stale_revision(
+            self.kind, f"{self.name} lists from a watch cache lagging {api.stale_window:g} s"
+        )
+        if stale is None:
+            objects, rv = api.snapshot(self.kind)
+        else:
+            objects, rv = api.snapshot_at(self.kind, stale), stale
+        self._stream.clear()
         self._needs_list = False
+        self._list_window = self.max_lag
         self.relists += 1
+        self._last_rv = rv
+        if stale is not None:
+            # the watch continues from the stale revision: what came after is still to be delivered
+            now = self._world.now
+            self._stream.extend((ev, now) for ev in api.events_since(self.kind, stale))
         listed: dict[str, KubeObject] = {o.key: o for o in objects}
         for key, obj in listed.items():
             old = self._store.get(key)
@@ -294,7 +418,7 @@ class Informer:
         obj = new.obj if isinstance(new, DeletedFinalStateUnknown) else new
         label = f"{self.name} handle {what} {obj.key} rv={obj.resource_version}"
         self._note_timer = self._world.call_later(
-            0.0, self._handle_next, label=label, actor=f"{self.name}/handler", key=obj.ref
+            0.0, self._handle_next, label=label, actor=f"{self.name}/handler", key=obj.ref, window=self.max_lag
         )
 
     def _handle_next(self) -> None:

@@ -6,8 +6,10 @@ each :class:`ControllerProcess` runs in *incarnations*. Actors spawned through
 (each Trio task has its own context, so this is per actor, not global). Every
 API request calls :func:`checkpoint` right after its yield point and before its
 effect; there the actor of a crashed incarnation raises :class:`ProcessCrashed`
-and returns, and, when crash faults are enabled, a live one draws
-``world.choose("fault: <process> crashes before <request>", 2)``.
+and returns, and, when crash faults are enabled, a live one passes the fault point
+``world.fault("crash", "<process> crashes before <request>")``: crash points
+are placed by the strategy under a budget (uniform over the run's points),
+and labelled so a finding reads "operator crashes before delete StatefulSet".
 
 A crash shuts down the incarnation's work queues and stops its informers (the
 components register themselves with ``process=``), so everything it held in
@@ -49,8 +51,9 @@ def checkpoint(world: World, label: str) -> None:
     if inc.crashed:
         raise ProcessCrashed(f"{inc.process.name} crashed")
     proc = inc.process
-    crashes = proc.crash_faults and proc.crashes < proc.max_crashes
-    if crashes and world.choose(f"fault: {proc.name} crashes before {label}", 2):
+    if proc.crashes < proc.max_crashes and world.fault(
+        "crash", f"{proc.name} crashes before {label}", default=proc.crash_faults
+    ):
         proc.crash()
         raise ProcessCrashed(f"{proc.name} crashed before {label}")
 

@@ -1,12 +1,23 @@
 """The deterministic runtime: actors, virtual time, choices, traces. No Kubernetes here."""
 
+from ._choosers import ConvertingChooser as ConvertingChooser
+from ._choosers import FaultPlacement as FaultPlacement
 from ._choosers import PCTChooser as PCTChooser
+from ._choosers import PlanChooser as PlanChooser
 from ._choosers import RandomChooser as RandomChooser
 from ._choosers import ReplayChooser as ReplayChooser
 from ._live import LiveRepeat as LiveRepeat
 from ._live import LiveWorld as LiveWorld
 from ._live import repeat_live as repeat_live
 from ._live import run_live as run_live
+from ._plan import Entry as Entry
+from ._plan import Fault as Fault
+from ._plan import Hold as Hold
+from ._plan import Ident as Ident
+from ._plan import Pick as Pick
+from ._plan import canonical_plan as canonical_plan
+from ._plan import entry_from_json as entry_from_json
+from ._plan import identity_label as identity_label
 from ._trace import FORMAT_VERSION as FORMAT_VERSION
 from ._trace import Record as Record
 from ._trace import Trace as Trace
@@ -28,4 +39,6 @@ __all__ = [
     "FORMAT_VERSION", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option", "PCTChooser", "Queue",
     "RandomChooser", "Record", "ReplayChooser", "RunOutcome", "TimerHandle", "Trace", "Violation", "World",
     "run_batch", "run_once", "LiveRepeat", "LiveWorld", "repeat_live", "run_live",
+    "ConvertingChooser", "FaultPlacement", "PlanChooser", "Entry", "Fault", "Hold", "Ident", "Pick",
+    "canonical_plan", "entry_from_json", "identity_label",
 ]

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-FORMAT_VERSION = 1
+#: 2: counterexamples carry a plan (named deviations) beside the positional choices; waits and faults are records
+FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,9 +24,11 @@ class Record:
     """One scheduled action or one non-scheduling choice.
 
     ``kind`` is ``"run"`` (an actor resumed at a yield point), ``"timer"`` (a
-    harness timer fired) or ``"choose"`` (a ``world.choose`` decision such as a
-    fault). ``choice`` is the absolute index taken among ``enabled`` options;
-    0 is the canonical one.
+    harness timer fired), ``"choose"`` (a ``world.choose`` data decision),
+    ``"fault"`` (a fault point fired) or ``"wait"`` (the strategy let virtual
+    time pass while the enabled actions waited inside their windows).
+    ``choice`` is the absolute index taken among ``enabled`` options; 0 is the
+    canonical one.
     """
 
     step: int
@@ -119,7 +122,13 @@ class Trace(Sequence[Record]):
 
     @property
     def deviations(self) -> int:
+        """Records that left the canonical run (positional count; a plan counts its entries)."""
         return sum(1 for r in self._records if r.choice)
+
+    @property
+    def steps(self) -> int:
+        """Actions taken (actor steps and timers), not counting decisions, faults and waits."""
+        return sum(1 for r in self._records if r.kind == "run" or r.kind == "timer")
 
     def to_json(self) -> list[dict[str, Any]]:
         return [r.to_json() for r in self._records]

@@ -43,6 +43,7 @@ import trio.lowlevel as tl
 import trio.testing
 
 from ._oracles import first_broken_invariant, first_exceeded_bound, holds, where
+from ._plan import Ident, identity_label
 from ._trace import Record, Trace
 
 T = TypeVar("T")
@@ -51,20 +52,53 @@ _CANCEL = object()  # resume value meaning "a cancel scope around this wait fire
 
 
 class Chooser(Protocol):
-    """Decides each branch of a run; strategies build one per run."""
+    """Decides each branch of a run; strategies build one per run.
 
-    def choose(self, n: int, options: Sequence[Option] | None, label: str) -> int:
-        """Return an index in ``range(n)``. ``options`` is None for data choices."""
+    Optional attributes the world reads: ``wants_identities`` (compute
+    :attr:`Option.ident` and call :meth:`schedule` at every step, even without a
+    choice, so the chooser sees what ran) and ``wait_until`` (read after
+    :meth:`schedule` returned "wait": the latest virtual time the chooser wants
+    to skip to; default: the next deadline).
+    """
+
+    def schedule(self, options: Sequence[Option], now: float, can_wait: bool) -> int:
+        """An index into ``options`` (canonical order: 0 is the canonical action), or
+        ``len(options)`` to let virtual time pass (only when ``can_wait``)."""
+        ...
+
+    def choose(self, n: int, point: Option) -> int:
+        """A data choice in ``range(n)``; 0 is the default."""
+        ...
+
+    def fault(self, point: Option) -> bool:
+        """Whether the fault point fires; False is the default."""
         ...
 
 
-@dataclass(frozen=True, slots=True)
 class Option:
-    """An enabled action as a strategy sees it."""
+    """An action (or a fault point, or a data choice) as a strategy sees it.
 
-    actor: str
-    label: str
-    key: str | None
+    ``nominal`` is when it became (or becomes) possible and ``latest`` the end of
+    its window: an informer event may be delivered any time in
+    ``[nominal, latest]``; an actor's step has ``latest == nominal`` (it can be
+    reordered among what is enabled at the same instant, but virtual time does
+    not pass for it). ``ident`` is set when the chooser ``wants_identities``.
+    """
+
+    __slots__ = ("actor", "ident", "key", "kind", "label", "latest", "nominal")
+
+    def __init__(self, actor: str, label: str, key: str | None, nominal: float = 0.0, latest: float = 0.0) -> None:
+        #: "action" for scheduled actions; the fault kind for a fault point; "data" for a data choice
+        self.kind = "action"
+        self.actor = actor
+        self.label = label
+        self.key = key
+        self.nominal = nominal
+        self.latest = latest
+        self.ident: Ident | None = None
+
+    def __repr__(self) -> str:
+        return f"<Option {self.actor}: {self.label} [{self.nominal:g}, {self.latest:g}]>"
 
 
 @dataclass(frozen=True)
@@ -134,13 +168,12 @@ class RunOutcome:
     peaks: dict[str, float] = field(default_factory=dict)
     interrupted: bool = False
 
-    @property
-    def choices(self) -> list[int]:
-        return [r.choice for r in self.trace if r.enabled > 1]
-
-    @property
-    def sizes(self) -> list[int]:
-        return [r.enabled for r in self.trace if r.enabled > 1]
+    #: every decision of the run in order (schedule, data and fault), for positional replay
+    choices: list[int] = field(default_factory=list)
+    #: fault points the run passed (kind -> count), for strategies that place faults
+    fault_points: dict[str, int] = field(default_factory=dict)
+    #: the widest window (seconds an action could be postponed) seen in the run
+    max_window: float = 0.0
 
     @property
     def deviations(self) -> int:
@@ -148,7 +181,7 @@ class RunOutcome:
 
     @property
     def steps(self) -> int:
-        return sum(1 for r in self.trace if r.kind != "choose")
+        return self.trace.steps
 
 
 class VirtualClock(trio.abc.Clock):
@@ -189,6 +222,7 @@ class _Actor:
         "key",
         "label",
         "name",
+        "option",
         "ready_at",
         "rv",
         "seq",
@@ -216,13 +250,18 @@ class _Actor:
         self.cancel_pending = False
         self.done = False
         self.idle = False  # a daemon's "waiting for work" wait (not a deadlock)
+        self.option = Option(name, "start", None)
         self.abort_fn: Callable[[Any], tl.Abort] = lambda _rc: tl.Abort.SUCCEEDED
 
 
 class TimerHandle:
-    """A pending ``call_later``; ``cancel()`` removes it before it fires."""
+    """A pending ``call_later``/``call_at``; ``cancel()`` removes it before it fires.
 
-    __slots__ = ("actor", "cancelled", "fired", "fn", "key", "label", "rv", "seq", "when")
+    It fires at ``when`` (its nominal time) in the canonical run; a strategy may
+    let it wait until ``latest`` (the end of its window).
+    """
+
+    __slots__ = ("actor", "cancelled", "fired", "fn", "key", "label", "latest", "option", "rv", "seq", "when")
 
     def __init__(
         self,
@@ -233,8 +272,10 @@ class TimerHandle:
         actor: str,
         key: str | None,
         rv: int | None = None,
+        latest: float | None = None,
     ) -> None:
         self.when = when
+        self.latest = when if latest is None or latest < when else latest
         self.seq = seq
         self.fn = fn
         self.label = label
@@ -243,6 +284,7 @@ class TimerHandle:
         self.rv = rv
         self.cancelled = False
         self.fired = False
+        self.option = Option(actor, label, key, when, self.latest)
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -274,7 +316,16 @@ class World:
         #: called before each dispatch with the record of the step that just completed
         #: (None before the first); reports use it to snapshot model state per step
         self._observer = observer
-        self._wants_options = bool(getattr(chooser, "wants_options", False))
+        self._wants_idents = bool(getattr(chooser, "wants_identities", False))
+        self._occurrences: dict[tuple[str, str, str | None], int] = {}
+        self._choices: list[int] = []
+        self._fault_points: dict[str, int] = {}
+        #: fault kinds this run may inject; None = each component's own default
+        self.fault_kinds: frozenset[str] | None = None
+        self._wait_target = math.inf
+        self._current_timer: TimerHandle | None = None
+        #: the widest window any action of this run had (verdicts state the explored space)
+        self.max_window = 0.0
         self._now = 0.0
         self._seq = 0
         self._actors: list[_Actor] = []
@@ -388,7 +439,14 @@ class World:
         guard: Callable[[], bool] | None,
         ready_at: float,
         idle: bool = False,
+        window: float = 0.0,
+        keep_order: bool = False,
     ) -> None:
+        if keep_order:
+            # The continuation of the action just taken (an API response): canonically it comes next,
+            # so it keeps the place in the canonical order of the action it continues.
+            self._register_keep(actor, label, key, rv, window)
+            return
         self._seq += 1
         actor.label = label
         actor.key = key
@@ -399,6 +457,31 @@ class World:
         actor.seq = self._seq
         actor.waiting = True
         actor.idle = idle
+        opt = actor.option = Option(actor.name, label, key, actor.since, actor.since + window)
+        if window > self.max_window:
+            self.max_window = window
+        if self._wants_idents:
+            opt.ident = self._ident(actor.name, label, key)
+
+    def _register_keep(self, actor: _Actor, label: str, key: str | None, rv: int | None, window: float) -> None:
+        actor.label = label
+        actor.key = key
+        actor.rv = rv
+        actor.guard = None
+        actor.ready_at = self._now
+        actor.waiting = True
+        actor.idle = False
+        opt = actor.option = Option(actor.name, label, key, self._now, self._now + window)
+        if window > self.max_window:
+            self.max_window = window
+        if self._wants_idents:
+            opt.ident = self._ident(actor.name, label, key)
+
+    def _ident(self, actor: str, label: str, key: str | None) -> Ident:
+        triple = (actor, identity_label(label), key)
+        n = self._occurrences.get(triple, 0) + 1
+        self._occurrences[triple] = n
+        return Ident(triple[0], triple[1], key, n)
 
     async def _yield(
         self,
@@ -408,6 +491,8 @@ class World:
         guard: Callable[[], bool] | None = None,
         ready_at: float | None = None,
         idle: bool = False,
+        window: float = 0.0,
+        keep_order: bool = False,
     ) -> None:
         actor = self._current
         if actor is None or self._nursery is None or actor.task is not tl.current_task():
@@ -417,7 +502,7 @@ class World:
                 f"'{label}' was awaited outside a harness actor. Await harness primitives only from "
                 "code spawned with world.spawn() or from the scenario function itself."
             )
-        self._register(actor, label, key, rv, guard, self._now if ready_at is None else ready_at, idle)
+        self._register(actor, label, key, rv, guard, self._now if ready_at is None else ready_at, idle, window, keep_order)
         self._handoff(actor)
         await self._wait_turn(actor)
 
@@ -500,6 +585,7 @@ class World:
 
     def _dispatch(self) -> _Actor | None:
         """Run due timers and choose the next actor; None means 'controller, move time'."""
+        chooser = self._chooser
         while True:
             if self._observer is not None:
                 self._observer(self, Record(*self._records[-1]) if self._records else None)
@@ -513,11 +599,28 @@ class World:
             if not enabled:
                 return None
             n = len(enabled)
-            if n == 1:
+            now = self._now
+            can_wait = True
+            for e in enabled:
+                if e[2].option.latest <= now:  # type: ignore[attr-defined]
+                    can_wait = False
+                    break
+            if n == 1 and not can_wait and not self._wants_idents:
                 idx = 0
             else:
-                options = [_option(e[2]) for e in enabled] if self._wants_options else None
-                idx = self._chooser.choose(n, options, "schedule")
+                options = [e[2].option for e in enabled]  # type: ignore[attr-defined]
+                idx = chooser.schedule(options, now, can_wait)
+                if n > 1 or can_wait:
+                    self._choices.append(idx)
+                if idx == n and can_wait:
+                    self._step += 1
+                    self._wait_target = getattr(chooser, "wait_until", math.inf)
+                    held = ", ".join(_describe(e[2]) for e in enabled[:3]) + (" ..." if n > 3 else "")
+                    self._records.append(
+                        (self._step, now, "scheduler", f"let time pass while {held} wait", None, None, idx, n + 1,
+                         "wait", _describe(enabled[0][2]))
+                    )
+                    return None
                 if not 0 <= idx < n:
                     idx %= n
             target = enabled[idx][2]
@@ -533,21 +636,24 @@ class World:
                 )
                 return None
             instead = _describe(enabled[0][2]) if idx else None
+            size = n + 1 if can_wait else n
             if isinstance(target, TimerHandle):
                 self._records.append(
-                    (self._step, self._now, target.actor, target.label, target.key, target.rv, idx, n, "timer", instead)
+                    (self._step, now, target.actor, target.label, target.key, target.rv, idx, size, "timer", instead)
                 )
                 target.fired = True
                 target.cancelled = True
                 previous, self._current = self._current, None
+                self._current_timer = target
                 try:
                     self._current_timer_fire(target)
                 finally:
                     self._current = previous
+                    self._current_timer = None
                 continue
             actor: _Actor = target  # type: ignore[assignment]
             label = f"deadline expired during '{actor.label}'" if actor.cancel_pending else actor.label
-            self._records.append((self._step, self._now, actor.name, label, actor.key, actor.rv, idx, n, "run", instead))
+            self._records.append((self._step, now, actor.name, label, actor.key, actor.rv, idx, size, "run", instead))
             return actor
 
     def _current_timer_fire(self, timer: TimerHandle) -> None:
@@ -624,32 +730,115 @@ class World:
         actor: str = "timer",
         key: str | None = None,
         rv: int | None = None,
+        window: float = 0.0,
     ) -> TimerHandle:
-        """Run ``fn()`` (synchronously) ``delay`` virtual seconds from now, as a scheduled action."""
+        """Run ``fn()`` (synchronously) ``delay`` virtual seconds from now, as a scheduled action.
+
+        ``window`` > 0 lets a strategy fire it up to ``window`` seconds late (jitter).
+        """
+        when = self._now + max(0.0, delay)
+        return self.call_at(when, fn, label=label, actor=actor, key=key, rv=rv, latest=when + max(0.0, window))
+
+    def call_at(
+        self,
+        when: float,
+        fn: Callable[[], object],
+        *,
+        label: str,
+        actor: str = "timer",
+        key: str | None = None,
+        rv: int | None = None,
+        latest: float | None = None,
+    ) -> TimerHandle:
+        """Run ``fn()`` at virtual time ``when`` (its nominal time), or as late as ``latest``.
+
+        The canonical run fires it at ``when``; a strategy may postpone it to any
+        time up to ``latest`` (its window), which is how informer lag and timer
+        jitter become part of the explored space.
+        """
         self._seq += 1
-        handle = TimerHandle(self._now + max(0.0, delay), self._seq, fn, label, actor, key, rv)
+        handle = TimerHandle(max(when, self._now), self._seq, fn, label, actor, key, rv, latest)
+        if handle.latest - handle.when > self.max_window:
+            self.max_window = handle.latest - handle.when
+        if self._wants_idents:
+            handle.option.ident = self._ident(actor, label, key)
         heapq.heappush(self._timers, handle)
         return handle
 
-    async def step(self, label: str, *, key: str | None = None, rv: int | None = None) -> None:
-        """A yield point: the harness may run any other enabled action before this one."""
-        await self._yield(label, key, rv)
+    async def step(
+        self, label: str, *, key: str | None = None, rv: int | None = None, window: float = 0.0, follows: bool = False
+    ) -> None:
+        """A yield point: the harness may run any other enabled action before this one.
 
-    async def sleep(self, seconds: float, label: str | None = None) -> None:
-        """Sleep in virtual time (a yield point that becomes enabled after ``seconds``)."""
-        await self._yield(label or f"wake after sleep {seconds:g}s", None, None, None, self._now + max(0.0, seconds))
+        ``window`` > 0 lets a strategy postpone this step in virtual time by up to
+        ``window`` seconds (an API response that comes late, for instance).
+        ``follows=True`` marks the continuation of the step just taken (the
+        response to a request): it keeps that step's place in the canonical
+        order, so the canonical run continues at once, and any other order is
+        a deviation.
+        """
+        await self._yield(label, key, rv, window=window, keep_order=follows)
+
+    async def sleep(self, seconds: float, label: str | None = None, *, window: float = 0.0) -> None:
+        """Sleep in virtual time (a yield point that becomes enabled after ``seconds``, or up to ``window`` later)."""
+        await self._yield(
+            label or f"wake after sleep {seconds:g}s", None, None, None, self._now + max(0.0, seconds), window=window
+        )
+
+    def _who(self) -> str:
+        if self._current is not None:
+            return self._current.name
+        return self._current_timer.actor if self._current_timer is not None else "timer"
+
+    def _point(self, label: str, key: str | None) -> Option:
+        who = self._who()
+        opt = Option(who, label, key, self._now, self._now)
+        if self._wants_idents:
+            opt.ident = self._ident(who, label, key)
+        return opt
 
     def choose(self, label: str, n: int) -> int:
-        """A non-scheduling choice in ``range(n)`` (fault or data); 0 is the default."""
+        """A data choice in ``range(n)`` (a user operation, a rule); 0 is the default."""
         if n <= 1:
             return 0
-        idx = self._chooser.choose(n, None, label)
+        point = self._point(label, None)
+        point.kind = "data"
+        idx = self._chooser.choose(n, point)
         if not 0 <= idx < n:
             idx %= n
+        self._choices.append(idx)
         self._step += 1
-        who = self._current.name if self._current is not None else "timer"
-        self._records.append((self._step, self._now, who, label, None, None, idx, n, "choose", None))
+        self._records.append((self._step, self._now, self._who(), label, None, None, idx, n, "choose", None))
         return idx
+
+    def fault_enabled(self, kind: str, default: bool = False) -> bool:
+        """Whether faults of ``kind`` may be injected in this run (``default``: the component's own flag)."""
+        kinds = self.fault_kinds
+        return default if kinds is None else (kind in kinds or "*" in kinds)
+
+    def fault(self, kind: str, label: str, *, key: str | None = None, default: bool = False) -> bool:
+        """A fault point: True when the strategy injects the fault here.
+
+        ``kind`` names the fault (``crash``, ``watch_drop``, ``ambiguous_write``,
+        ...); the run's :attr:`fault_kinds` (or, when that is None, ``default``,
+        the component's own flag) decides whether this point exists at all.
+        ``label`` says in words what happens ("controller crashes before delete
+        StatefulSet ns/x"); it names the fault in plans and reports. Strategies
+        place faults under a budget, so a late fault point is as likely as an
+        early one.
+        """
+        kinds = self.fault_kinds
+        if not (default if kinds is None else (kind in kinds or "*" in kinds)):
+            return False
+        self._fault_points[kind] = self._fault_points.get(kind, 0) + 1
+        point = self._point(label, key)
+        point.kind = kind
+        fired = bool(self._chooser.fault(point))
+        self._choices.append(1 if fired else 0)
+        if fired:
+            self._step += 1
+            self._records.append((self._step, self._now, point.actor, label, key, None, 1, 2, "fault", None))
+        return fired
 
     def move_on_after(self, seconds: float) -> trio.CancelScope:
         """A cancel scope that expires after ``seconds`` of virtual time."""
@@ -712,9 +901,18 @@ class World:
         for a in waiting_actors:
             if a.ready_at > self._now and a.ready_at < t_next:
                 t_next = a.ready_at
+            elif self._now < a.option.latest < t_next:
+                t_next = a.option.latest  # the end of a postponed action's window
         for ev in self._eventually:
             if ev[2] < t_next:
                 t_next = ev[2]
+        # A strategy chose to let time pass: stop at the next window end, or earlier if it asked.
+        if self._wait_target < t_next:
+            t_next = self._wait_target
+        self._wait_target = math.inf
+        for t in self._due:
+            if not t.cancelled and self._now < t.latest < t_next:
+                t_next = t.latest
         target = min(t_next, self.horizon, self.limits.max_time)
         before = self._now
         if target >= self._now:
@@ -811,7 +1009,16 @@ class World:
     # ------------------------------------------------------------- results
     def outcome(self) -> RunOutcome:
         trace = Trace(Record(*r) for r in self._records)
-        return RunOutcome(trace, self._violation, self._now, dict(self.peaks), self._interrupted)
+        return RunOutcome(
+            trace,
+            self._violation,
+            self._now,
+            dict(self.peaks),
+            self._interrupted,
+            self._choices,
+            dict(self._fault_points),
+            self.max_window,
+        )
 
 
 async def _call_with_params(scenario: Callable[..., Awaitable[object]], world: World) -> None:
@@ -820,13 +1027,6 @@ async def _call_with_params(scenario: Callable[..., Awaitable[object]], world: W
 
 def _order_key(e: tuple[float, int, object]) -> tuple[float, int]:
     return (e[0], e[1])
-
-
-def _option(target: object) -> Option:
-    if isinstance(target, TimerHandle):
-        return Option(target.actor, target.label, target.key)
-    a: _Actor = target  # type: ignore[assignment]
-    return Option(a.name, a.label, a.key)
 
 
 def _describe(target: object) -> str:
@@ -843,6 +1043,7 @@ def run_once(
     params: dict[str, Any] | None = None,
     limits: Limits = Limits(),
     observer: Callable[[World, Record | None], None] | None = None,
+    faults: frozenset[str] | None = None,
 ) -> RunOutcome:
     """Run ``scenario(world, **params)`` once under ``chooser``; never raises for a verdict.
 
@@ -850,6 +1051,7 @@ def run_once(
     use it to capture object state per step); it must not change the run.
     """
     world = World(chooser, limits=limits, params=params, observer=observer)
+    world.fault_kinds = faults
     try:
         trio.run(world._main, scenario, clock=VirtualClock(world), strict_exception_groups=True)
     except BaseExceptionGroup as group:
@@ -866,6 +1068,7 @@ def run_batch(
     *,
     params: dict[str, Any] | None = None,
     limits: Limits = Limits(),
+    faults: frozenset[str] | None = None,
 ) -> None:
     """Run one execution per chooser inside a single ``trio.run``, until ``keep_going`` says stop.
 
@@ -880,6 +1083,7 @@ def run_batch(
     async def main() -> None:
         for chooser in choosers:
             world = World(chooser, limits=limits, params=params)
+            world.fault_kinds = faults
             clock._world = world
             await world._main(scenario)
             clock._world = None
