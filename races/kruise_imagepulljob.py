@@ -39,18 +39,17 @@ by the NodeImage UID and not by job, is unsatisfied, so the busybox job is reque
 ``300 s - elapsed`` (≈ 300 s). When the NodeImage event arrives, ``handleUpdate`` sees only
 ``nginx`` changed and enqueues only the nginx job; nothing else wakes the busybox job.
 
-Timing: both informers deliver with latency ``delta`` (0.05 s) and the ImagePullJob informer
+Timing: nothing is placed. Both informers deliver at their nominal time (latency ``delta``,
+0 by default) or later inside their windows (``max_lag``), and the ImagePullJob informer
 runs its handlers in their own step (client-go's per-listener goroutine, ``handler_lag``).
-So the ADDED of the busybox job and j1's NodeImage event become deliverable at the same
-virtual instant; canonically (oldest first) the NodeImage event is applied first and
-nothing goes wrong. The race is one deviation: run "handle add default/j2" (enqueue the
-busybox job) before "deliver MODIFIED worker-1".
+Canonically the NodeImage event is applied before the busybox job is handled and nothing
+goes wrong; the search finds the lag that lets "handle add default/j2" (enqueue the
+busybox job) run before "deliver MODIFIED worker-1".
 
-Oracles: each job's tag is in ``NodeImage.spec`` within 10 virtual seconds of the job's
-creation (the issue's symptom), and no NodeImage update ever gets a 409. In this model the
-busybox job can only check the NodeImage after the nginx write (job events are a chain,
-``delta`` apart), so two workers never write from the same cached RV; a faster job informer
-would make ordinary retried 409s reachable, which is why the fix does not claim them.
+Oracle: each job's tag is in ``NodeImage.spec`` within 60 virtual seconds of the job's
+creation (the issue's symptom: the busybox job waits ~300 s). Ordinary 409s from a stale
+NodeImage cache are reachable under lag in both variants and upstream retries them (the
+worker requeues), so they are not an oracle.
 """
 
 from __future__ import annotations
@@ -78,8 +77,10 @@ PROTECTION_FINALIZER = "apps.kruise.io/deletion-protection"
 CONCURRENT_RECONCILES = 3
 #: the requeue the fix uses in the NodeImage-unsatisfied branch
 FIXED_REQUEUE_AFTER = 5.0
-#: the oracle's bound: a job's tag must reach its NodeImage this soon after creation
-SYNC_DEADLINE = 10.0
+#: the oracle's bound: a job's tag must reach its NodeImage this soon after creation. The upstream
+#: symptom is ~300 s (requeue after 300 s - elapsed); informer lag inside its windows (2 s per
+#: delivery) and the fix's 5 s requeues compound to well under a minute, so 60 s separates them.
+SYNC_DEADLINE = 60.0
 
 
 def normalize_image_ref_to_name_tag(image: str) -> tuple[str, str]:
@@ -324,7 +325,7 @@ async def sync_image_pull_jobs(api: APIServer, list_job: str, images: list[str])
 
 # --------------------------------------------------------------------- scenario
 async def scenario(
-    world: World, *, fixed: bool = False, delta: float = 0.05, images: tuple[str, ...] = ("nginx:latest", "busybox:latest")
+    world: World, *, fixed: bool = False, delta: float = 0.0, images: tuple[str, ...] = ("nginx:latest", "busybox:latest")
 ) -> None:
     """An ImageListPullJob with two images on one NodeImage; every tag must land within 10 s."""
     api = APIServer(world)
@@ -334,11 +335,6 @@ async def scenario(
     await kruise.jobs.wait_for_cache_sync()
     await kruise.node_images.wait_for_cache_sync()
 
-    world.invariant(
-        lambda: (n := api.error_count(409, "update", "NodeImage")) == 0
-        or f"{n} NodeImage update(s) got 409 Conflict: a write was sent from a stale NodeImage cache",
-        "no NodeImage 409s",
-    )
     jobs = await sync_image_pull_jobs(api, "pull-images", list(images))
     for job in jobs:
 

@@ -246,10 +246,10 @@ async def scenario(
     *,
     fixed: bool = False,
     schedule_period: float = 1.0,
-    watch_latency: float = 0.125,
-    delete_after_sessions: int = 3,
+    watch_latency: float = 0.0,
+    delete_at: float = 2.5,
 ) -> None:
-    """Delete a Pending vcjob ``watch_latency`` before a session tick; see the module docstring."""
+    """Delete a Pending vcjob mid-period; the search finds the watch lag that makes it race a session."""
     api = APIServer(world)
     vcjob = await api.create(KubeObject("Job", NAMESPACE, "j1", spec={"minAvailable": 1}))
     pg_name = f"j1-{vcjob.uid}"
@@ -260,7 +260,9 @@ async def scenario(
             pg_name,
             owner_references=[controller_ref(vcjob)],
             spec={"minMember": 1, "queue": "default"},
-            status={"phase": "Pending", "conditions": []},
+            # the job controller creates it with Go's zero values: running/failed/succeeded are 0, so a
+            # session that computes the same counters compares equal (isPodGroupStatusUpdated) and writes nothing
+            status={"phase": "Pending", "conditions": [], "running": 0, "failed": 0, "succeeded": 0},
         )
     )
     await api.create(
@@ -286,8 +288,8 @@ async def scenario(
     world.spawn("scheduler/cleanup-job", cache.run_cleanup, daemon=True)
     world.spawn("scheduler", sched.run, daemon=True)
 
-    delete_at = delete_after_sessions * schedule_period - watch_latency
-    world.horizon = delete_at + 2 * schedule_period + watch_latency
+    # Long enough for every window to close: the informers' lag (max_lag) and two more sessions.
+    world.horizon = delete_at + 4 * schedule_period + pods.max_lag
 
     def no_taskless_writes() -> str | None:
         if sched.taskless_writes:
@@ -304,16 +306,8 @@ async def scenario(
                     return f"PodGroup {pg.key} holds the condition '{c['message']}' computed for a job with no tasks"
         return None
 
-    def no_failed_pod_group_updates() -> str | None:
-        n404 = api.error_count(404, verb="update_status", kind="PodGroup")
-        n409 = api.error_count(409, verb="update_status", kind="PodGroup")
-        if n404 or n409:
-            return f"scheduler PodGroup updates failed: {n404} x 404 NotFound, {n409} x 409 Conflict"
-        return None
-
     world.invariant(no_taskless_writes, "no PodGroup write for a job with no tasks")
     world.invariant(no_taskless_condition_persisted, "no 'k/0 tasks' condition persisted")
-    world.invariant(no_failed_pod_group_updates, "no 404/409 on scheduler PodGroup updates")
 
     await world.sleep(delete_at, label="user waits")
     await api.delete("Job", NAMESPACE, "j1", propagation="Background")
