@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import re
 import time
@@ -69,7 +70,8 @@ INI_SHARDS = "race_hunt_shards"
 
 DEFAULT_BUDGET = "500"
 DEFAULT_STRATEGY = "random"
-DEFAULT_REPORT_DIR = "reports"
+# a subfolder, so a test session never replaces the index of `python -m harness hunt` in reports/
+DEFAULT_REPORT_DIR = "reports/pytest"
 DEFAULT_SHARDS = 4
 PROFILE_CI = "race-ci"
 PROFILE_HUNT = "race-hunt"
@@ -440,6 +442,7 @@ class RaceFixture:
         }
         if cx is not None:
             cx.meta.setdefault("test", self.nodeid)
+            cx.meta.setdefault("report", html_path.name)  # the page beside the trace
             payload["counterexample"] = cx.to_json()
             payload["json_path"] = str(json_path)
             payload["html_path"] = str(html_path)
@@ -565,12 +568,16 @@ def _record(config: pytest.Config, state: _SessionState, p: dict[str, Any]) -> N
         cx = Counterexample.load(tmp)
         json_path, html_path = p["json_path"], p["html_path"]
         deviations, steps = cx.deviations, cx.steps
+        # node ids are relative to the rootdir, so the pytest line is too (the page stays portable)
+        from_root = Path(os.path.relpath(Path(json_path).resolve(), Path(str(config.rootpath)).resolve())).as_posix()
         write_counterexample_html(
             cx,
             html_path,
             title=p["nodeid"],
             seed=int(p["seed"]),
-            replay_command=f"{cx.replay_command(json_path)}   # or: pytest {p['nodeid']} {OPT_REPLAY}={json_path}",
+            json_path=json_path,
+            index_path=s.report_dir / "index.html",
+            replay_command=f"pytest {p['nodeid']} {OPT_REPLAY}={from_root}   # from the rootdir",
         )
         state.findings.append(_Finding(p["nodeid"], p["signature"], int(p["seed"]), json_path, html_path, p["outcome"]))
     variant = "buggy" if p["expect"] == "violation" else "fixed"

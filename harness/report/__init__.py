@@ -2,7 +2,9 @@
 
 Layering: ``harness.report`` builds on ``harness.explore`` and ``harness.sim``;
 it reads ``harness.kube`` objects only by duck typing (see ``_snapshot``).
-``rich`` is imported inside :func:`render_summary`, never at import time.
+``rich`` is imported inside :func:`render_summary` and Jinja2 on the first
+render, never at import time. The pages are rendered from the Jinja2 templates
+and the one stylesheet in ``templates/`` (shipped in the package).
 """
 
 from ._files import atomic_write_text as atomic_write_text

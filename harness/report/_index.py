@@ -1,12 +1,19 @@
-"""The session's ``index.html`` and the rich terminal summary, from one list of entries."""
+"""The session's ``index.html`` and the rich terminal summary, from one list of entries.
+
+The index filters by verdict without JavaScript: empty elements with the ids
+``all``, ``found``, ``unexpected``, ``known-open`` and ``clean`` precede the
+table, and the stylesheet hides the rows outside the group whose id is the
+page's ``:target`` (a plain link such as ``index.html#found``).
+"""
 
 from __future__ import annotations
 
-import html
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from markupsafe import Markup
 
 from ._files import atomic_write_text
 
@@ -61,71 +68,77 @@ def verdict_words(entry: ReportEntry) -> str:
     return words
 
 
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+@dataclass(frozen=True)
+class _Row:
+    e: ReportEntry
+    words: str
+    classes: str
+    upstream: Markup | str
+    html: str | None
+    json: str | None
 
 
-_CSS = """
-body{font:14px/1.45 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:#1f2328;margin:0}
-main{padding:20px 28px}h1{font-size:22px;margin:0 0 6px}.sub{color:#59636e;margin:0 0 16px}
-table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #d1d9e0;padding:5px 9px;
- text-align:left;vertical-align:top}
-th{background:#f6f8fa;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.v-found{color:#cf222e;font-weight:600}.v-proved-clean{color:#1a7f37;font-weight:600}.v-none-found{color:#1a7f37}
-.v-interrupted{color:#9a6700;font-weight:600}.open{background:#fff8c5}.tag{font-size:11px;font-weight:700;
- border-radius:9px;
-padding:0 6px;background:#9a6700;color:#fff;margin-left:6px}.unexpected{background:#ffebe9}
-.outcome{color:#59636e;font-size:12.5px}code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px}
-"""
+def _group(e: ReportEntry) -> list[str]:
+    """The verdict filters a row belongs to (the index's ``#found``, ``#clean``, ... sections)."""
+    out = ["found" if e.found else "clean" if e.verdict in ("none-found", "proved-clean") else e.verdict]
+    if not e.expected:
+        out.append("unexpected")
+    if e.known_open:
+        out.append("known-open")
+    return out
 
 
-def _link(path: str | None, directory: Path, text: str) -> str:
-    if not path:
-        return "—"
-    p = Path(path)
-    try:
-        href = p.resolve().relative_to(directory.resolve()).as_posix()
-    except ValueError:
-        href = p.resolve().as_uri()
-    return f'<a href="{_e(href)}">{_e(text)}</a>'
+def render_index(
+    entries: list[ReportEntry],
+    directory: Path,
+    *,
+    title: str = "race-harness session",
+    command_line: str | None = None,
+) -> str:
+    """The index page as a string; links are relative to ``directory``."""
+    from ._html import environment, href, stylesheet
+    from ._provenance import provenance
+    from ._text import linkify, upstream_repo
 
-
-def render_index(entries: list[ReportEntry], directory: Path, *, title: str = "race-harness session") -> str:
-    found = sum(1 for e in entries if e.found)
-    unexpected = sum(1 for e in entries if not e.expected)
     rows = []
+    groups = {"found": 0, "clean": 0, "unexpected": 0, "known-open": 0, "interrupted": 0}
     for e in entries:
-        cls = "open" if e.known_open else "unexpected" if not e.expected else ""
-        tag = '<span class="tag">known open</span>' if e.known_open else ""
-        up = f'<div class="outcome">{_e(e.upstream)}</div>' if e.upstream else ""
+        classes = _group(e)
+        for c in classes:
+            groups[c] = groups.get(c, 0) + 1
         rows.append(
-            f'<tr class="{cls}"><td><b>{_e(e.name)}</b>{tag}{up}</td><td>{_e(e.variant)}</td>'
-            f'<td><span class="v-{_e(e.verdict)}">{_e(verdict_words(e))}</span>'
-            f'<div class="outcome">{_e(e.outcome)}</div></td>'
-            f'<td class="num">{e.runs:,}</td><td class="num">{e.seconds:.2f}</td>'
-            f'<td class="num">{"—" if e.deviations is None else e.deviations}</td>'
-            f'<td class="num">{"—" if e.steps is None else e.steps}</td>'
-            f'<td class="num">{"—" if e.seed is None else _e(e.seed)}</td>'
-            f"<td>{_link(e.html_path, directory, 'report')}</td><td>{_link(e.json_path, directory, 'trace')}</td></tr>"
+            _Row(
+                e,
+                verdict_words(e),
+                " ".join(classes),
+                linkify(e.upstream, upstream_repo(e.upstream), commits=True) if e.upstream else "",
+                href(e.html_path, directory) if e.html_path else None,
+                href(e.json_path, directory) if e.json_path else None,
+            )
         )
-    return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
-        f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{_CSS}</style></head><body><main>'
-        f'<h1>{_e(title)}</h1><p class="sub">{len(entries)} searched · {found} with a violation · '
-        f"{unexpected} not as the variant promises · known-open cases are marked</p>"
-        "<table><thead><tr><th>race / test</th><th>variant</th><th>verdict</th><th>runs</th><th>seconds</th>"
-        "<th>deviations</th><th>steps</th><th>seed</th><th>HTML</th><th>JSON</th></tr></thead><tbody>"
-        + "".join(rows)
-        + "</tbody></table></main></body></html>\n"
-    )
+    context = {
+        "css": stylesheet(),
+        "prov": provenance(command_line),
+        "title": title,
+        "rows": rows,
+        "groups": groups,
+        "unexpected": groups["unexpected"],
+        "total_runs": sum(e.runs for e in entries),
+        "total_seconds": sum(e.seconds for e in entries),
+    }
+    return str(environment().get_template("index.html.j2").render(context))
 
 
 def write_index(
-    entries: list[ReportEntry], directory: str | os.PathLike[str], *, title: str = "race-harness session"
+    entries: list[ReportEntry],
+    directory: str | os.PathLike[str],
+    *,
+    title: str = "race-harness session",
+    command_line: str | None = None,
 ) -> Path:
     """Write ``directory/index.html`` listing ``entries`` (atomically); links are relative."""
     d = Path(directory)
-    return atomic_write_text(d / "index.html", render_index(list(entries), d, title=title))
+    return atomic_write_text(d / "index.html", render_index(list(entries), d, title=title, command_line=command_line))
 
 
 def render_summary(entries: list[ReportEntry], console: Any, *, title: str | None = None) -> None:

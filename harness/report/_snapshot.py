@@ -9,19 +9,29 @@ changes are kept. The kube layer registers its apiservers and informers in
 ``world.state`` (``_kube_apiservers``, ``_kube_informers``); a scenario without
 them simply has no object state. This module reads the kube objects by duck
 typing, so ``harness.report`` imports nothing from ``harness.kube``.
+
+The same observer reads the model's own memory: every view a scenario exposed
+(``world.expose``) is compared by value at each step, and every ``world.bound``
+metric and every view that is a number is sampled into a :class:`Series`, so a
+report can draw how a backlog grew instead of listing four thousand steps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+import pprint
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..explore import Counterexample, resolve_scenario
-from ..sim import Record, ReplayChooser, World, run_once
+from ..explore import Counterexample
+from ..sim import Record, World
 
 APISERVER = "apiserver"
+#: ``Change.where`` of a change in an exposed view of the model's memory
+VIEW = "view"
 _MAX_VALUE = 240
+_MAX_VIEW_TEXT = 4_000  # characters of a view's final value shown on the page
 
 
 @dataclass(frozen=True)
@@ -29,7 +39,7 @@ class Change:
     """One object changed in one store: ``where`` is ``"apiserver"`` or an informer's name."""
 
     where: str
-    ref: str  # "Kind ns/name"
+    ref: str  # "Kind ns/name", or the view's name when ``where`` is VIEW
     before: dict[str, str] | None  # flattened fields, None = absent
     after: dict[str, str] | None
 
@@ -46,26 +56,59 @@ class Change:
         old = self.before or {}
         new = self.after or {}
         out = []
-        for path in sorted(old.keys() | new.keys(), key=_field_order):
+        for path in sorted(old.keys() | new.keys(), key=field_order):
             if old.get(path) != new.get(path):
                 out.append((path, old.get(path), new.get(path)))
         return out
 
 
 @dataclass
+class Series:
+    """A number sampled at every step of the replay: a ``world.bound`` metric or a numeric view.
+
+    ``points`` holds ``(virtual time, step, value)`` only where the value
+    changed, plus the last sample, so a flat stretch costs nothing.
+    """
+
+    name: str
+    kind: str  # "bound" or "view"
+    limit: float | None = None
+    points: list[tuple[float, int, float]] = field(default_factory=list)
+
+    def add(self, time: float, step: int, value: float) -> None:
+        if not self.points or self.points[-1][2] != value:
+            self.points.append((time, step, value))
+
+    def close(self, time: float, step: int) -> None:
+        """Extend the line to the end of the run."""
+        if self.points and self.points[-1][:2] != (time, step):
+            self.points.append((time, step, self.points[-1][2]))
+
+    @property
+    def peak(self) -> float:
+        return max((p[2] for p in self.points), default=math.nan)
+
+
+@dataclass
 class StateLog:
-    """What the replay saw: changes per step and the final view of every store."""
+    """What the replay saw: changes per step, the final view of every store, the model's views and metrics."""
 
     available: bool
     note: str = ""
     changes: dict[int, list[Change]] = field(default_factory=dict)
     #: store name -> {ref: (rv, flattened fields)} at the end of the run
-    final: dict[str, dict[str, tuple[int, dict[str, str]]]] = field(default_factory=dict)
+    final: dict[str, dict[str, tuple[str, dict[str, str]]]] = field(default_factory=dict)
+    #: store name -> {ref: (step it disappeared at, last flattened fields)} for objects absent at the end
+    gone: dict[str, dict[str, tuple[int, dict[str, str]]]] = field(default_factory=dict)
     #: informer name -> kind it caches
     informers: dict[str, str] = field(default_factory=dict)
+    #: exposed view name -> its value at the end of the run, pretty-printed
+    views: dict[str, str] = field(default_factory=dict)
+    #: bound metrics and numeric views over the run, by name
+    series: dict[str, Series] = field(default_factory=dict)
 
 
-def _field_order(path: str) -> tuple[int, str]:
+def field_order(path: str) -> tuple[int, str]:
     head = path.split(".", 1)[0]
     rank = {"resourceVersion": 0, "uid": 1, "deletionTimestamp": 2, "finalizers": 3, "spec": 5, "status": 6}
     return (rank.get(head, 4), path)
@@ -129,10 +172,57 @@ def _informer_objects(inf: Any) -> Iterator[tuple[str, Any]]:
         yield _ref(kind, key), obj
 
 
+def _call(fn: Callable[[], object]) -> object:
+    """A view's value; a view that raises shows what it raised instead of ending the report."""
+    try:
+        return fn()
+    except Exception as exc:
+        return _Raised(f"{type(exc).__name__}: {exc}")
+
+
+class _Raised(str):
+    """The text a view raised (not a number, never charted)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"<raised {self}>"
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    f = float(value)
+    return f if math.isfinite(f) else None
+
+
+def _bounds_of(world: World) -> list[tuple[str, Callable[[], float], float]]:
+    """``(name, metric, limit)`` of every ``world.bound``; read defensively (the runtime keeps them private)."""
+    raw: Any = getattr(world, "bounds", None)
+    if raw is None or callable(raw):
+        raw = getattr(world, "_bounds", None) or ()
+    out = []
+    for b in raw:
+        try:
+            name, metric, limit = b
+        except (TypeError, ValueError):
+            continue
+        out.append((str(name), metric, limit))
+    return out
+
+
+def pretty(value: object) -> str:
+    """A view's value for the page: ``pprint`` at 100 columns, cut at a few thousand characters."""
+    text = str(value) if isinstance(value, _Raised) else pprint.pformat(value, width=100, compact=True, sort_dicts=True)
+    return text if len(text) <= _MAX_VIEW_TEXT else text[: _MAX_VIEW_TEXT - 1] + "…"
+
+
 class _Observer:
     def __init__(self) -> None:
         self.log = StateLog(available=True)
         self.last: dict[str, dict[str, Any]] = {}
+        self.last_views: dict[str, dict[str, str]] = {}
+        self.numeric_views: dict[str, bool] = {}
         self.world: World | None = None
         self.record: Record | None = None
 
@@ -153,24 +243,62 @@ class _Observer:
             now = dict(objects)
             before = self.last.get(where, {})
             changed: list[Change] = []
+            gone = self.log.gone.setdefault(where, {})
             for ref, obj in now.items():
                 old = before.get(ref)
                 if old is not obj:
                     changed.append(Change(where, ref, None if old is None else flatten(old), flatten(obj)))
+                    gone.pop(ref, None)
             for ref, old in before.items():
                 if ref not in now:
-                    changed.append(Change(where, ref, flatten(old), None))
+                    fields = flatten(old)
+                    changed.append(Change(where, ref, fields, None))
+                    gone[ref] = (step, fields)
             if changed:
                 self.log.changes.setdefault(step, []).extend(changed)
             self.last[where] = now
+        self.sample(world, step)
+
+    def sample(self, world: World, step: int) -> None:
+        """Compare every exposed view with its last value; add a point to every metric."""
+        now = float(getattr(world, "now", 0.0))
+        series = self.log.series
+        for name, metric, limit in _bounds_of(world):
+            sample = _number(_call(metric))
+            if sample is not None:
+                if name not in series:
+                    series[name] = Series(name, "bound", _number(limit))
+                series[name].add(now, step, sample)
+        views: dict[str, Callable[[], object]] = getattr(world, "views", None) or {}
+        for name, fn in views.items():
+            value = _call(fn)
+            flat: dict[str, str] = {}
+            _flatten_into(flat, name, value)
+            old = self.last_views.get(name)
+            if old != flat:
+                self.log.changes.setdefault(step, []).append(Change(VIEW, name, old, flat))
+                self.last_views[name] = flat
+            number = _number(value)
+            if self.numeric_views.get(name, True) and number is not None:
+                self.numeric_views[name] = True
+                if name not in series:
+                    series[name] = Series(name, "view")
+                series[name].add(now, step, number)
+            elif value is not None:
+                self.numeric_views[name] = False  # a view that is not always a number is not drawn
+                series.pop(name, None)
 
     def finish(self) -> StateLog:
         if self.world is not None:
             self(self.world, self.record)
+            step = self.record.step if self.record is not None else 0
+            for s in self.log.series.values():
+                s.close(float(getattr(self.world, "now", 0.0)), step)
+            views: dict[str, Callable[[], object]] = getattr(self.world, "views", None) or {}
+            self.log.views = {name: pretty(_call(fn)) for name, fn in views.items()}
             for where, objects in self.stores(self.world):
-                self.log.final[where] = {
-                    ref: (int(getattr(o, "resource_version", 0)), flatten(o)) for ref, o in objects
-                }
+                self.log.final[where] = {ref: (str(getattr(o, "resource_version", "?")), flatten(o)) for ref, o in objects}
+        self.log.gone = {w: g for w, g in self.log.gone.items() if g}
         return self.log
 
 
@@ -180,13 +308,9 @@ def capture_states(cx: Counterexample) -> StateLog:
     When the scenario cannot be imported or the replay takes another path, the
     log says why (``available=False``) and the report renders without state.
     """
-    try:
-        fn = resolve_scenario(cx.scenario)
-    except Exception as exc:
-        return StateLog(available=False, note=f"object state unavailable: {exc}")
     obs = _Observer()
     try:
-        out = run_once(fn, ReplayChooser(list(cx.choices)), params=cx.params, limits=cx.limits, observer=obs)
+        out = cx.replay(check=False, observer=obs)
     except Exception as exc:
         return StateLog(
             available=False, note=f"object state unavailable: the replay raised {type(exc).__name__}: {exc}"
@@ -198,7 +322,7 @@ def capture_states(cx: Counterexample) -> StateLog:
             note="object state unavailable: replaying the stored choices took a different path than the trace "
             "(the scenario changed since the trace was saved); the timeline below is the stored trace.",
         )
-    if not log.changes and not log.final:
+    if not log.changes and not log.final and not log.series and not log.views:
         log.available = False
-        log.note = "no object state: the scenario uses no harness.kube APIServer or Informer."
+        log.note = "no object state: the scenario uses no harness.kube APIServer or Informer and exposes no views."
     return log

@@ -45,3 +45,17 @@ def test_report_and_trace_files_honour_the_umask(tmp_path: Path, mask: int) -> N
         os.umask(old)
     assert _mode(page) == 0o666 & ~mask
     assert _mode(saved) == 0o666 & ~mask
+
+
+def test_writes_are_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "x.html"
+    atomic_write_text(target, "old")
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError):
+        atomic_write_text(target, "new")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.html"]  # no temp file left behind
