@@ -37,10 +37,12 @@ if TYPE_CHECKING:
     from .explore import Counterexample as Counterexample
     from .explore import Exhaustive as Exhaustive
     from .explore import Hypothesis as Hypothesis
+    from .explore import Race as Race
     from .explore import Random as Random
     from .explore import Replay as Replay
     from .explore import Result as Result
     from .explore import explore as explore
+    from .explore import scenario as scenario
     from .sim import Event as Event
     from .sim import Limits as Limits
     from .sim import Lock as Lock
@@ -64,10 +66,12 @@ _LAZY: dict[str, str] = {
     "Counterexample": "explore",
     "Exhaustive": "explore",
     "Hypothesis": "explore",
+    "Race": "explore",
     "Random": "explore",
     "Replay": "explore",
     "Result": "explore",
     "explore": "explore",
+    "scenario": "explore",
     "Event": "sim",
     "Limits": "sim",
     "Lock": "sim",
@@ -124,4 +128,5 @@ __all__ = [
     "NotInSimulation", "Queue", "Random", "Record", "Replay", "ReplayDivergence", "Result", "SimulationError",
     "Trace", "TraceFileError", "UsageError", "Violation", "World", "explore", "run_once",
     "RaceMachine", "rule", "invariant", "precondition", "integers", "sampled_from", "booleans",
+    "Race", "scenario",
 ]

@@ -1,19 +1,65 @@
-"""``python -m harness``: list the documented races, hunt them, replay a counterexample, run one live.
+"""``python -m harness``: list the registered races, hunt them or any scenario, replay a trace, run one live.
 
-Exit codes: 0 when every buggy variant was found and every fixed variant came
-out clean (known-open cases excepted and listed), 1 otherwise (or a replay
-that diverged), 2 on bad usage or a bad input file.
+A TARGET is a registered race (``python -m harness list``) or a scenario named
+``package.module:function`` or ``path/to/file.py:function`` (a RaceMachine class
+too), marked with ``@harness.scenario``; ``--param NAME=VALUE`` passes its
+keyword arguments (VALUE is JSON when it parses, else a string).
+
+Exit codes, the same for every command::
+
+    0    the outcome is what was asked for: every buggy variant found, every fixed
+         variant clean (known-open cases excepted); a replay that reproduced its trace
+    1    it is not (or a replay diverged, or the reports could not be written)
+    2    bad usage or a bad input file; nothing was searched
+    130  interrupted (Ctrl-C): what was found is saved first; a second Ctrl-C stops at once
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NoReturn
 
 from ._errors import HarnessError, ReplayDivergence, TraceFileError, UsageError
+from ._interrupt import EXIT_INTERRUPTED, sigint_requests_stop, stop_requested
+
+PROG = "python -m harness"
+
+_TARGET_FORMS = "a race name (see 'list'), package.module:function or path/to/file.py:function"
+
+_EXIT_CODES = {
+    "hunt": (
+        "exit codes:\n"
+        "  0    every search ended as its variant promises: buggy found, fixed clean (known-open cases\n"
+        "       excepted and listed); a scenario hunted without --variant promises nothing\n"
+        "  1    some search did not, or a report file could not be written (the finding is printed)\n"
+        "  2    bad usage: unknown race or scenario, bad --param, --budget, --strategy or --report-dir\n"
+        "  130  interrupted: the counterexamples found so far and the index are written first"
+    ),
+    "replay": (
+        "exit codes:\n"
+        "  0    the replay reproduced the trace (same steps, same violation)\n"
+        "  1    the replay diverged: the scenario changed since the trace was written\n"
+        "  2    bad usage or a bad trace file (missing, not a trace, edited or damaged, or naming a\n"
+        "       scenario not marked with @harness.scenario)\n"
+        "  130  interrupted"
+    ),
+    "live": (
+        "exit codes (as 'hunt'):\n"
+        "  0    the runs ended as the variant promises: buggy failed at least once, fixed never did;\n"
+        "       a scenario run without --variant promises nothing\n"
+        "  1    they did not\n"
+        "  2    bad usage\n"
+        "  130  interrupted"
+    ),
+    "list": "exit codes:\n  0    listed\n  2    bad usage",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -22,23 +68,57 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> _Parser:
-    p = _Parser(prog="python -m harness", description="Reproduce, find and explain controller races.")
+    from . import __version__
+
+    raw = argparse.RawDescriptionHelpFormatter
+    p = _Parser(
+        prog=PROG,
+        description="Reproduce, find and explain controller races.",
+        epilog=(
+            "TARGET: " + _TARGET_FORMS + ".\n\n" + "exit codes: 0 as asked, 1 not (see each command's --help), "
+            "2 bad usage or input, 130 interrupted"
+        ),
+        formatter_class=raw,
+    )
+    p.add_argument("--version", action="version", version=f"race-harness {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub.add_parser("list", help="the documented races, one per line, with their upstream reference")
-    h = sub.add_parser("hunt", help="hunt the documented races (all by default), write reports/")
-    h.add_argument("races", nargs="*", metavar="RACE", help="race names (see 'list'); default: all")
-    h.add_argument("--variant", choices=("buggy", "fixed", "both"), default="both")
-    h.add_argument("--strategy", default=None, help="random, pct[:DEPTH], hypothesis, exhaustive[:K] (default: per race)")
+    sub.add_parser(
+        "list", help="the registered races, one per line, with their upstream reference",
+        epilog=_EXIT_CODES["list"], formatter_class=raw,
+    )
+
+    h = sub.add_parser(
+        "hunt", help="hunt races (all registered ones by default) or your scenario; write reports/",
+        description="Search each TARGET for a violation, shrink it, prove it minimal, and write a replayable "
+        "JSON trace, an HTML page per counterexample and index.html.",
+        epilog=f"TARGET: {_TARGET_FORMS}.\n\n{_EXIT_CODES['hunt']}", formatter_class=raw,
+    )
+    h.add_argument("targets", nargs="*", metavar="TARGET", help="default: every registered race")
+    h.add_argument(
+        "--variant", choices=("buggy", "fixed", "both"), default=None,
+        help="fixed=False, fixed=True or both (default: both for a race, the scenario as is otherwise)",
+    )
+    _add_param(h)
+    h.add_argument("--strategy", default=None, help="portfolio, random, pct[:DEPTH], hypothesis, exhaustive[:K], "
+                   "canonical (default: per race)")
     h.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
     h.add_argument("--budget", default=None, help="RUNS (e.g. 500) or SECONDSs (e.g. 30s); default: per race")
     h.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
     h.add_argument("--report-dir", default="reports", metavar="DIR", help="where traces and HTML go (default reports/)")
+
     lv = sub.add_parser(
         "live",
         help="re-run a race as a plain Trio program (real scheduler, real clock), the way pytest-repeat would",
+        description="Run TARGET as an ordinary Trio program -- Trio's own scheduling, real (scaled) sleeps with "
+        "jitter, no harness control -- again and again, as a user without the harness would.",
+        epilog=f"TARGET: {_TARGET_FORMS}.\n\n{_EXIT_CODES['live']}", formatter_class=raw,
     )
-    lv.add_argument("race", metavar="RACE", help="race name (see 'list')")
-    lv.add_argument("--variant", choices=("buggy", "fixed"), default="buggy")
+    lv.add_argument("target", metavar="TARGET")
+    lv.add_argument(
+        "--variant", choices=("buggy", "fixed"), default=None,
+        help="fixed=False or fixed=True (default: buggy for a race, the scenario as is otherwise)",
+    )
+    _add_param(lv)
     lv.add_argument("--runs", type=int, default=100, help="stop after N runs (default 100)")
     lv.add_argument("--seconds", type=float, default=None, help="stop after this many wall seconds")
     lv.add_argument(
@@ -48,13 +128,33 @@ def _parser() -> _Parser:
     lv.add_argument("--timeout", type=float, default=60.0, help="real seconds one run may take (default 60)")
     lv.add_argument("--seed", type=int, default=0, help="jitter seed of the first run (run i uses SEED+i)")
     lv.add_argument("--json", action="store_true", help="print one JSON object instead of sentences")
-    r = sub.add_parser("replay", help="replay a saved counterexample and print its steps")
-    r.add_argument("file", metavar="FILE")
-    r.add_argument("--json", action="store_true", help='print {"violation", "steps", "digest"}')
+
+    r = sub.add_parser(
+        "replay", help="replay a saved counterexample (or a scenario's choices) and print its steps",
+        description="Replay the trace FILE written by 'hunt' (or Counterexample.save) and check that it takes the "
+        "same steps to the same violation; or run SCENARIO under --choices (default: the canonical order).",
+        epilog=_EXIT_CODES["replay"], formatter_class=raw,
+    )
+    r.add_argument("file", metavar="FILE|SCENARIO")
+    _add_param(r, "only with SCENARIO")
+    r.add_argument(
+        "--choices", default=None, metavar="C,C,...",
+        help="only with SCENARIO: the positional choices to replay, e.g. 0,1,0,2 (default: none, the canonical order)",
+    )
+    r.add_argument("--json", action="store_true", help='print {"violation", "steps", "deviations", "digest"}')
     return p
 
 
+def _add_param(p: argparse.ArgumentParser, note: str = "") -> None:
+    p.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE",
+        help="a keyword argument of the scenario, repeatable; VALUE is JSON when it parses (3, true, \"x\", [1,2]), "
+        "else a string" + (f" ({note})" if note else ""),
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The CLI's entry point: returns the exit code (argparse exits on its own for --help and bad options)."""
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -69,11 +169,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     except (UsageError, TraceFileError) as exc:
-        print(f"python -m harness {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except ReplayDivergence as exc:
-        print(f"python -m harness replay: {exc}", file=sys.stderr)
+        print(f"{PROG} replay: {_one_line(exc)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"{PROG} {args.command}: interrupted; nothing was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 def _list() -> int:
@@ -86,22 +193,125 @@ def _list() -> int:
     return 0
 
 
-def _hunt(args: argparse.Namespace) -> int:
+# ----------------------------------------------------------------------------- targets
+@dataclass
+class _Target:
+    """One TARGET of the command line, resolved: what to run and what its variants promise."""
+
+    name: str
+    scenario: Callable[..., Any]
+    params: dict[str, Any]
+    variants: list[str]  # "buggy", "fixed", or "" (the scenario as is: no promise)
+    race: Any = None  # a harness.Race for a registered race
+    title: str = ""
+    upstream: str = ""
+    known_open: bool = False
+    budget: int | None = None
+    strategy: str | None = None
+    params_by_variant: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _resolve_targets(names: Sequence[str], variant: str | None, param_items: Sequence[str], *, live: bool) -> list[_Target]:
+    """Resolve every TARGET before anything runs: a typo is exit 2, never a half-done hunt."""
     from races import REGISTRY
 
-    from .explore import Budget, explore, make_strategy
-    from .report import ReportEntry, ensure_report_dir, render_summary, slug, write_counterexample_html, write_index
+    from .explore._scenarios import check_params, parse_params, resolve
 
-    names = list(args.races) or list(REGISTRY)
-    unknown = [n for n in names if n not in REGISTRY]
-    if unknown:
-        raise UsageError(f"unknown race {unknown[0]!r}; choose from: {', '.join(REGISTRY)}")
+    params = parse_params(param_items)
+    if "fixed" in params and variant is not None:
+        raise UsageError("give either --variant or --param fixed=..., not both")
+    targets = []
+    for name in names:
+        if ":" not in name:
+            race = REGISTRY.get(name)
+            if race is None:
+                raise UsageError(
+                    f"unknown race {name!r}; choose from: {', '.join(REGISTRY)} -- or name a scenario as "
+                    "package.module:function or path/to/file.py:function"
+                )
+            variants = (["buggy"] if live else ["buggy", "fixed"]) if variant in (None, "both") else [variant]
+            if "fixed" in params:
+                variants = ["fixed" if params["fixed"] else "buggy"]
+            t = _Target(
+                name, race.scenario, {**race.params, **params}, variants, race, race.title, race.upstream,
+                race.known_open, race.budget, race.strategy,
+            )
+        else:
+            fn = resolve(name, error=UsageError, source="the command line")
+            variants = [""] if variant is None else ["buggy", "fixed"] if variant == "both" else [variant]
+            t = _Target(name, fn, dict(params), variants)
+        check_params(t.scenario, t.params, name)
+        for v in t.variants:
+            p = dict(t.params) if not v else {**t.params, "fixed": v == "fixed"}
+            if v and t.race is None:
+                try:
+                    check_params(t.scenario, p, name)
+                except UsageError as exc:
+                    raise UsageError(f"{exc}; --variant {v} means --param fixed={str(v == 'fixed').lower()}") from None
+            t.params_by_variant[v] = p
+        targets.append(t)
+    return targets
+
+
+def _label(t: _Target, variant: str) -> str:
+    return f"{t.name} ({variant})" if variant else t.name
+
+
+# ----------------------------------------------------------------------------- hunt
+def _check_report_dir(text: str) -> Path:
+    """The report folder exists or can be made, is a folder and is writable -- checked before any search."""
+    from .report import ensure_report_dir
+
+    path = Path(text)
+    fix = "name a folder you can write to (it is created if missing), e.g. --report-dir reports"
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--report-dir {text}: is a file, not a folder; {fix}")
+    try:
+        ensure_report_dir(path)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".race-harness-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"--report-dir {text}: cannot be written ({exc.strerror or exc}); {fix}") from None
+    return path
+
+
+@dataclass
+class _Kept:
+    """What a hunt wrote so far, for the line an interrupt prints."""
+
+    traces: list[str] = field(default_factory=list)
+    unproved: list[str] = field(default_factory=list)
+    index: str | None = None
+    searches: int = 0
+
+
+def _hunt(args: argparse.Namespace) -> int:
+    kept = _Kept()
+
+    def second() -> str:
+        where = f"; the index {kept.index}" if kept.index else ""
+        return (
+            f"interrupted again: stopped at once; kept {_n(len(kept.traces), 'counterexample')} "
+            f"({', '.join(kept.traces) or 'none'}){where}; no written file is half-written"
+        )
+
+    with sigint_requests_stop(second):
+        return _hunt_checked(args, kept)
+
+
+def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
+    from races import REGISTRY
+
+    from ._options import parse_strategy
+    from .explore import Budget
+
     budget = Budget.parse(args.budget) if args.budget is not None else None
     if args.strategy is not None:
-        make_strategy(args.strategy, seed=args.seed)  # validate before any work
-    variants = ["buggy", "fixed"] if args.variant == "both" else [args.variant]
-    out_dir = ensure_report_dir(args.report_dir)
-    entries: list[ReportEntry] = []
+        parse_strategy(args.strategy)
+    targets = _resolve_targets(list(args.targets) or list(REGISTRY), args.variant, args.param, live=False)
+    out_dir = _check_report_dir(args.report_dir)
+
     console = None
     if not args.json:
         from rich.console import Console
@@ -109,79 +319,161 @@ def _hunt(args: argparse.Namespace) -> int:
         # piped or in CI: rich would assume 80 columns and truncate race names
         console = Console() if sys.stdout.isatty() else Console(width=110)
     live = _LiveProgress(console) if console is not None and console.is_terminal else None
+    entries: list[Any] = []
+    interrupted = False
+    write_failed = False
+    planned = sum(len(t.variants) for t in targets)
+    for t in targets:
+        for variant in t.variants:
+            if stop_requested():
+                interrupted = True
+                break
+            entry, failed = _hunt_one(t, variant, args, budget, out_dir, console, live, kept)
+            entries.append(entry)
+            kept.searches += 1
+            write_failed = write_failed or failed
+            if entry.verdict == "interrupted":
+                interrupted = True
+                break
+        if interrupted:
+            break
+    interrupted = interrupted or stop_requested()
     try:
-        for name in names:
-            race = REGISTRY[name]
-            for variant in variants:
-                run_budget = budget or Budget(runs=race.budget)
-                hook = live.start(f"{name} ({variant})", run_budget.runs) if live is not None else None
-                try:
-                    result = explore(
-                        race.scenario,
-                        strategy=args.strategy or race.strategy,
-                        budget=run_budget,
-                        seed=args.seed,
-                        fixed=variant == "fixed",
-                        progress=hook,
-                        **race.params,
-                    )
-                finally:
-                    if live is not None:
-                        live.stop()
-                cx = result.counterexample
-                json_path = html_path = None
-                if cx is not None:
-                    cx.meta.update(race=name, variant=variant, known_open=race.known_open, upstream=race.upstream)
-                    base = out_dir / slug(f"{name}-{variant}")
-                    cx.save(base.with_suffix(".json"))
-                    json_path = str(base.with_suffix(".json"))
-                    try:
-                        write_counterexample_html(
-                            cx,
-                            base.with_suffix(".html"),
-                            title=f"{name} ({variant}): {race.title}",
-                            upstream=race.upstream,
-                            seed=args.seed,
-                            replay_command=cx.replay_command(json_path),
-                        )
-                        html_path = str(base.with_suffix(".html"))
-                    except Exception as exc:
-                        print(f"warning: could not write the HTML report for {name} ({variant}): {exc}", file=sys.stderr)
-                entry = ReportEntry(
-                    name=name,
-                    variant=variant,
-                    verdict=result.verdict,
-                    outcome=result.outcome,
-                    found=cx is not None,
-                    runs=result.runs,
-                    seconds=result.seconds,
-                    deviations=cx.deviations if cx else None,
-                    steps=cx.steps if cx else None,
-                    upstream=race.upstream,
-                    known_open=race.known_open,
-                    json_path=json_path,
-                    html_path=html_path,
-                    seed=args.seed,
-                )
-                entries.append(entry)
-                if args.json:
-                    print(json.dumps(_json_line(entry)), flush=True)
-                elif console is not None:
-                    mark = "ok" if entry.expected else "UNEXPECTED"
-                    console.print(f"[{mark}] {name} ({variant}): {result.outcome}", markup=False, highlight=False, soft_wrap=True)
-                if result.verdict == "interrupted":
-                    raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        print("interrupted: the races hunted so far are kept in the index", file=sys.stderr)
-    index = write_index(entries, out_dir)
+        from .report import write_index
+
+        kept.index = str(write_index(entries, out_dir))
+    except OSError as exc:
+        write_failed = True
+        print(f"error: could not write {out_dir / 'index.html'} ({exc.strerror or exc})", file=sys.stderr)
     if console is not None:
+        from .report import render_summary
+
         render_summary(entries, console)
-        opened = [e for e in entries if e.known_open and e.found and e.variant == "fixed"]
-        for e in opened:
-            console.print(f"known open upstream: {e.name} still fails with the upstream fix, as documented", markup=False)
-        console.print(f"report: {index}", markup=False, highlight=False)
-    ok = all(e.expected for e in entries) and len(entries) == len(names) * len(variants)
+        for e in entries:
+            if e.known_open and e.found and e.variant == "fixed":
+                console.print(f"known open upstream: {e.name} still fails with the upstream fix, as documented",
+                              markup=False)
+        if kept.index:
+            console.print(f"report: {kept.index}", markup=False, highlight=False)
+    if interrupted:
+        unproved = f", {len(kept.unproved)} of them not proved minimal (interrupted)" if kept.unproved else ""
+        print(
+            f"interrupted: kept {_n(len(kept.traces), 'counterexample')}"
+            f"{' (' + ', '.join(kept.traces) + ')' if kept.traces else ''}{unproved}; "
+            + (f"the index of {_n(len(entries), 'search', 'searches')} of {planned} is {kept.index}"
+               if kept.index else "no index could be written"),
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    ok = all(e.expected for e in entries) and len(entries) == planned and not write_failed
     return 0 if ok else 1
+
+
+def _hunt_one(
+    t: _Target, variant: str, args: argparse.Namespace, budget: Any, out_dir: Path, console: Any, live: Any, kept: _Kept
+) -> tuple[Any, bool]:
+    """One search, its files and its output line; (report entry, a file could not be written)."""
+    from .explore import Budget, explore
+    from .report import ReportEntry, slug, write_counterexample_html
+
+    label = _label(t, variant)
+    run_budget = budget or (Budget(runs=t.budget) if t.budget else Budget())
+    hook = live.start(label, run_budget.runs) if live is not None else None
+    strategy = args.strategy or t.strategy
+    options: dict[str, Any] = {"strategy": strategy} if strategy else {}  # else explore()'s default
+    try:
+        result = explore(
+            t.scenario,
+            **options,
+            budget=run_budget,
+            seed=args.seed,
+            progress=hook,
+            **t.params_by_variant[variant],
+        )
+    finally:
+        if live is not None:
+            live.stop()
+    cx = result.counterexample
+    json_path = html_path = None
+    failed = False
+    unproved = cx is not None and result.verdict == "interrupted" and cx.proved_minimal is not True
+    if cx is not None:
+        stem = slug(t.name.replace(".py:", "-").replace(":", "-").replace(".", "_") + (f"-{variant}" if variant else ""))
+        json_file, html_file = out_dir / f"{stem}.json", out_dir / f"{stem}.html"
+        cx.meta.update(race=t.name, variant=variant, known_open=t.known_open, upstream=t.upstream,
+                       report=html_file.name)  # the page beside the trace
+        if unproved:
+            cx.meta["minimality"] = "not proved minimal (interrupted)"
+        try:
+            cx.save(json_file)
+            json_path = str(json_file)
+            kept.traces.append(json_path)
+            if unproved:
+                kept.unproved.append(json_path)
+        except UsageError as exc:  # a scenario no file can name (defined in `python -c`)
+            failed = True
+            print(f"error: {label}: {_one_line(exc)}", file=sys.stderr)
+            _print_facts(cx, label)
+        except OSError as exc:
+            failed = True
+            print(f"error: could not write {json_file} ({exc.strerror or exc}).", file=sys.stderr)
+            _print_facts(cx, label)
+        if json_path is not None:
+            try:
+                write_counterexample_html(
+                    cx,
+                    html_file,
+                    title=f"{label}: {t.title}" if t.title else label,
+                    upstream=t.upstream,
+                    seed=args.seed,
+                    json_path=json_path,
+                    index_path=out_dir / "index.html",
+                )
+                html_path = str(html_file)
+            except Exception as exc:
+                print(f"warning: could not write the HTML report for {label}: {_one_line(exc)}", file=sys.stderr)
+    entry = ReportEntry(
+        name=t.name,
+        variant=variant,
+        verdict=result.verdict,
+        outcome=result.outcome,
+        found=cx is not None,
+        runs=result.runs,
+        seconds=result.seconds,
+        deviations=cx.deviations if cx else None,
+        steps=cx.steps if cx else None,
+        upstream=t.upstream,
+        known_open=t.known_open,
+        json_path=json_path,
+        html_path=html_path,
+        seed=args.seed,
+    )
+    outcome = result.outcome + ("; not proved minimal (interrupted)" if unproved and "interrupted" not in
+                                result.outcome.split(":")[-1] else "")
+    if args.json:
+        print(json.dumps(_json_line(entry, cx)), flush=True)
+    elif console is not None:
+        if result.verdict == "interrupted":
+            mark = "interrupted"
+        elif not variant and not t.known_open:
+            mark = "found" if cx is not None else "clean"
+        else:
+            mark = "ok" if entry.expected else "UNEXPECTED"
+        console.print(f"[{mark}] {label}: {outcome}", markup=False, highlight=False, soft_wrap=True)
+    return entry, failed
+
+
+def _print_facts(cx: Any, label: str) -> None:
+    """Everything needed to replay a counterexample that could not be saved, on stderr: nothing is lost."""
+    params = " ".join(f"--param {k}={json.dumps(v)}" for k, v in cx.params.items())
+    choices = ",".join(str(c) for c in cx.choices)
+    print(
+        f"the counterexample of {label}, so that nothing is lost: scenario {cx.scenario}, params "
+        f"{json.dumps(cx.params, sort_keys=True, default=repr)}, seed {cx.seed}, strategy {cx.strategy}, "
+        f"choices [{choices}]; violation: {cx.violation.describe()}. Replay it with: "
+        f"{PROG} replay {cx.scenario} {params} --choices {choices or '0'}".replace("  ", " "),
+        file=sys.stderr,
+    )
 
 
 class _LiveProgress:
@@ -222,82 +514,149 @@ class _LiveProgress:
         self._progress.stop()
 
 
-def _json_line(e: Any) -> dict[str, Any]:
+def _json_line(e: Any, cx: Any) -> dict[str, Any]:
     return {
         "race": e.name,
         "variant": e.variant,
         "found": e.found,
         "verdict": e.verdict,
+        "expected": e.expected,
         "runs": e.runs,
         "seconds": round(e.seconds, 3),
         "deviations": e.deviations,
         "steps": e.steps,
+        "proved_minimal": None if cx is None else cx.proved_minimal,
         "trace": e.json_path,
+        "report": e.html_path,
+        "digest": None if cx is None else cx.digest(),
         "known_open": e.known_open,
     }
 
 
-def _live(args: argparse.Namespace) -> int:
-    """Uncontrolled re-runs: what a user without the harness sees. Exit 0 when it failed, 1 when not."""
-    from races import REGISTRY
+def _n(count: int, word: str, plural: str | None = None) -> str:
+    """``1 deviation``, ``2 deviations``."""
+    return f"{count:,} {word if count == 1 else plural or word + 's'}"
 
+
+# ----------------------------------------------------------------------------- live
+def _live(args: argparse.Namespace) -> int:
+    """Uncontrolled re-runs: what a user without the harness sees; exit codes as 'hunt'."""
     from .sim import repeat_live
 
-    if args.race not in REGISTRY:
-        raise UsageError(f"unknown race {args.race!r}; choose from: {', '.join(REGISTRY)}")
-    if args.runs < 1 or args.time_scale <= 0 or not 0 <= args.jitter < 1:
-        raise UsageError("use --runs >= 1, --time-scale > 0 and 0 <= --jitter < 1")
-    race = REGISTRY[args.race]
+    if args.runs < 1 or args.time_scale <= 0 or not 0 <= args.jitter < 1 or args.timeout <= 0:
+        raise UsageError("use --runs >= 1, --time-scale > 0, 0 <= --jitter < 1 and --timeout > 0")
+    if args.seconds is not None and args.seconds <= 0:
+        raise UsageError("use --seconds > 0 (or leave it out)")
+    t = _resolve_targets([args.target], args.variant, args.param, live=True)[0]
+    variant = t.variants[0]
+    label = _label(t, variant)
     if not args.json:
         print(
-            f"{args.race} ({args.variant}) live: Trio's scheduler, real clock at {args.time_scale:g} s per virtual second, "
-            f"±{args.jitter:.0%} jitter, no injected faults; up to {args.runs} runs"
+            f"{label} live: Trio's scheduler, real clock at {args.time_scale:g} s per virtual second, "
+            f"±{args.jitter:.0%} jitter, no injected faults; up to {_n(args.runs, 'run')}"
             + (f" / {args.seconds:g} s" if args.seconds else ""),
             flush=True,
         )
-    res = repeat_live(
-        race.scenario,
-        params={"fixed": args.variant == "fixed", **race.params},
-        runs=args.runs,
-        seconds=args.seconds,
-        seed=args.seed,
-        time_scale=args.time_scale,
-        jitter=args.jitter,
-        timeout=args.timeout,
-    )
+    try:
+        res = repeat_live(
+            t.scenario,
+            params=t.params_by_variant[variant],
+            runs=args.runs,
+            seconds=args.seconds,
+            seed=args.seed,
+            time_scale=args.time_scale,
+            jitter=args.jitter,
+            timeout=args.timeout,
+        )
+    except KeyboardInterrupt:
+        print(f"{PROG} live: interrupted; live runs keep nothing (hunt {t.name} for a replayable trace)",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
     v = res.failure.violation if res.failure is not None else None
+    expected = res.found if variant == "buggy" or t.known_open else (not res.found) if variant == "fixed" else True
     if args.json:
         print(json.dumps({
-            "race": args.race, "variant": args.variant, "found": res.found, "runs": res.runs,
+            "race": t.name, "variant": variant, "found": res.found, "expected": expected, "runs": res.runs,
             "seconds": round(res.seconds, 3), "violation": v.describe() if v else None,
             "time_scale": args.time_scale, "jitter": args.jitter,
         }))
     else:
         print(res.outcome)
         if res.found:
-            print(f"to get a minimal, replayable counterexample: python -m harness hunt {args.race} --variant {args.variant}")
-    return 0 if res.found else 1
+            again = f" --variant {variant}" if variant else ""
+            print(f"to get a minimal, replayable counterexample: {PROG} hunt {t.name}{again}")
+    return 0 if expected else 1
 
 
+# ----------------------------------------------------------------------------- replay
 def _replay(args: argparse.Namespace) -> int:
     from .explore import Counterexample
 
-    cx = Counterexample.load(args.file)
+    target = args.file
+    if ":" in target and not Path(target).exists():
+        return _replay_scenario(args)
+    if args.param or args.choices is not None:
+        raise UsageError(
+            "--param and --choices go with a SCENARIO (package.module:function or path/to/file.py:function), "
+            "not with a trace FILE, whose parameters and choices are fixed by its checksum"
+        )
+    cx = Counterexample.load(target)
     try:
         out = cx.replay()
+    except HarnessError as exc:
+        if isinstance(exc, (ReplayDivergence, UsageError)):
+            raise
+        raise TraceFileError(f"{target}: {_one_line(exc)}") from None
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # the scenario itself raised while it was set up
+        raise TraceFileError(f"{target} could not be replayed: {type(exc).__name__}: {_one_line(exc)}") from None
+    _print_replay(args, f"replaying {cx.scenario}({_fmt(cx.params)})", out, cx.deviations)
+    return 0
+
+
+def _replay_scenario(args: argparse.Namespace) -> int:
+    from .explore._scenarios import check_params, parse_params, resolve
+    from .sim import ReplayChooser, run_once
+
+    fn = resolve(args.file, error=UsageError, source="the command line")
+    params = parse_params(args.param)
+    check_params(fn, params, args.file)
+    text = (args.choices or "").replace(" ", "")
+    try:
+        choices = [int(c) for c in text.split(",")] if text else []
+    except ValueError:
+        choices = [-1]
+    if any(c < 0 for c in choices):
+        raise UsageError(f"--choices {args.choices!r} is not valid: use whole numbers >= 0 separated by commas, e.g. 0,1,0,2")
+    try:
+        out = run_once(fn, ReplayChooser(choices), params=params)
+    except KeyboardInterrupt:
+        raise
     except HarnessError:
         raise
-    except Exception as exc:  # the scenario itself could not be imported or run
-        raise TraceFileError(f"{args.file} could not be replayed: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:
+        raise UsageError(f"{args.file} could not be run: {type(exc).__name__}: {_one_line(exc)}") from None
+    head = f"running {args.file}({_fmt(params)}) under choices [{','.join(map(str, choices))}]"
+    _print_replay(args, head, out, out.deviations)
+    return 0
+
+
+def _print_replay(args: argparse.Namespace, head: str, out: Any, deviations: int) -> None:
     violation = out.violation.describe() if out.violation else None
     if args.json:
-        print(json.dumps({"violation": violation, "steps": out.steps, "digest": out.trace.digest()}))
+        print(json.dumps({
+            "violation": violation, "steps": out.steps, "deviations": deviations, "digest": out.trace.digest(),
+        }))
     else:
-        print(f"replaying {cx.scenario}({', '.join(f'{k}={v!r}' for k, v in cx.params.items())})")
+        print(head)
         print(out.trace.render())
         print(f"=> {violation or 'no violation'}")
-        print(f"{out.deviations} deviations, {out.steps} steps, digest {out.trace.digest()[:16]}")
-    return 0
+        print(f"{_n(deviations, 'deviation')}, {_n(out.steps, 'step')}, digest {out.trace.digest()[:16]}")
+
+
+def _fmt(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in params.items())
 
 
 if __name__ == "__main__":  # pragma: no cover

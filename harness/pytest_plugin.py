@@ -47,6 +47,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ._errors import HarnessError
+from ._options import BUDGET_FORMS, STRATEGY_FORMS, parse_budget, parse_strategy
+
 if TYPE_CHECKING:
     from .explore import Budget, Counterexample, Result
     from .report import ReportEntry
@@ -76,7 +79,7 @@ DEFAULT_SHARDS = 4
 PROFILE_CI = "race-ci"
 PROFILE_HUNT = "race-hunt"
 
-_STRATEGY_FORM = "random, pct, pct:DEPTH, hypothesis, exhaustive or exhaustive:MAX_DEVIATIONS"
+_STRATEGY_FORM = STRATEGY_FORMS
 
 # option -> (dest, ini name, metavar, help); help text in pytest-xdist's style
 _OPTIONS: dict[str, tuple[str, str, str, str]] = {
@@ -177,11 +180,15 @@ def _parse_seed(config: pytest.Config, text: str | None) -> tuple[int, str]:
 
 def _parse_settings(config: pytest.Config) -> RaceSettings:
     budget = _raw(config, OPT_BUDGET) or DEFAULT_BUDGET
-    if not re.fullmatch(r"\s*\d+\s*|\s*\d+(\.\d+)?\s*s\s*", budget) or budget.strip() in ("0", "0s"):
-        raise _usage(OPT_BUDGET, budget, "RUNS (e.g. 500) or SECONDSs (e.g. 30s)")
+    try:
+        parse_budget(budget)  # the one validation, shared with the CLI and explore() (harness/_options.py)
+    except HarnessError:
+        raise _usage(OPT_BUDGET, budget, BUDGET_FORMS) from None
     strategy = _raw(config, OPT_STRATEGY) or DEFAULT_STRATEGY
-    if not re.fullmatch(r"random|pct(:\d+)?|hypothesis|exhaustive(:\d+)?", strategy):
-        raise _usage(OPT_STRATEGY, strategy, f"NAME with NAME one of {_STRATEGY_FORM}")
+    try:
+        parse_strategy(strategy)
+    except HarnessError:
+        raise _usage(OPT_STRATEGY, strategy, f"NAME with NAME one of {STRATEGY_FORMS}") from None
     hunt_text = _raw(config, OPT_HUNT)
     hunt: float | None = None
     if hunt_text is not None:

@@ -8,9 +8,10 @@ Each takes ``fixed`` so the same search shows both sides.
 
 from __future__ import annotations
 
-from harness import World
+from harness import World, scenario
 
 
+@scenario  # a trace file may name it (see harness.scenario)
 async def lost_update(world: World, *, fixed: bool = False) -> None:
     """Two actors read-modify-write one counter; the second starts later.
 
@@ -37,6 +38,7 @@ async def lost_update(world: World, *, fixed: bool = False) -> None:
     world.at_end(lambda: store["x"] == 2 or f"x is {store['x']}, expected 2: an update was lost", "no lost update")
 
 
+@scenario
 async def order_violation(world: World, *, fixed: bool = False) -> None:
     """A publisher sets ``ready`` and then writes ``data``; a consumer polls.
 
@@ -81,6 +83,7 @@ async def order_violation(world: World, *, fixed: bool = False) -> None:
     world.spawn("noise", noise)
 
 
+@scenario
 async def slow_liveness(world: World, *, fixed: bool = False) -> None:
     """A retry that is scheduled 300 s out when it lost a race, 5 s when fixed.
 

@@ -14,8 +14,13 @@ from ._explore import Result as Result
 from ._explore import Strategy as Strategy
 from ._explore import explore as explore
 from ._explore import make_strategy as make_strategy
+from ._scenarios import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
+from ._scenarios import Race as Race
+from ._scenarios import registered_races as registered_races
+from ._scenarios import scenario as scenario
 
 __all__ = [
     "PCT", "STRATEGIES", "Budget", "Counterexample", "Exhaustive", "Hypothesis", "Random", "Replay", "Result",
     "Strategy", "explore", "make_strategy", "resolve_scenario", "scenario_ref",
+    "ENTRY_POINT_GROUP", "Race", "registered_races", "scenario",
 ]

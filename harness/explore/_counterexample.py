@@ -1,18 +1,25 @@
 """Counterexamples: a failing run that can be saved, loaded and replayed exactly.
 
-A counterexample is decided by its scenario (an importable ``module:qualname``),
-its parameters and its list of choices. The trace and violation are stored too,
+A counterexample is decided by its scenario (``package.module:qualname`` or
+``path/to/file.py:qualname``, see :mod:`harness.explore._scenarios`), its
+parameters and its list of choices. The trace and violation are stored too,
 so a replay can check, step by step, that the scenario still does what it did,
 and say in words where it diverged when it does not.
+
+A trace file is untrusted input: :meth:`Counterexample.load` gives every
+defect one paragraph, a ``checksum`` over :data:`SIGNED_FIELDS` tells an edited
+or damaged file apart from a scenario that changed, and a replay resolves only
+scenarios marked as such (``@harness.scenario``, a RaceMachine, a registered race).
 """
 
 from __future__ import annotations
 
-import importlib
+import hashlib
 import json
 import os
+import stat
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,49 +37,66 @@ from ..sim import (
     entry_from_json,
     run_once,
 )
+from ._scenarios import file_of_module, name_of, portable_ref, split_ref
+from ._scenarios import resolve as resolve_marked
 
 #: trace format versions this harness still replays (1: positional choices only, no plan)
 READABLE_VERSIONS = (1, FORMAT_VERSION)
 
 FORMAT_NAME = "race-harness-trace"
 
+#: The fields of a trace file that decide what its replay runs and what it claims. ``checksum`` is a
+#: SHA-256 over them (canonical JSON), so :meth:`Counterexample.load` tells an edited or damaged file
+#: ("edited or damaged", exit 2) apart from a scenario that changed since the save (a divergence).
+#: Add a field here when it starts to affect a replay. ``meta`` is left out on purpose: it holds
+#: labels (race, variant, test id) that tools may add to a written file.
+SIGNED_FIELDS = (
+    "format", "version", "scenario", "params", "choices", "plan", "faults", "limits", "trace", "digest",
+    "violation", "deviations", "steps", "proved_minimal", "proof", "strategy", "seed",
+)
+
+#: trace files larger than this are refused unread (a 200,000-step trace, the default limit, is ~40 MB)
+MAX_TRACE_BYTES = 128 * 2**20
+
+
+def checksum(raw: Mapping[str, Any]) -> str:
+    """SHA-256 over the :data:`SIGNED_FIELDS` of a trace's JSON form (absent fields count as null)."""
+    signed = {k: raw.get(k) for k in SIGNED_FIELDS}
+    return hashlib.sha256(json.dumps(signed, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
 Scenario = Callable[..., Awaitable[object]]
+
+#: scenarios this process named itself (explore, hunt): resolved without the trace-file checks
+_NAMED: dict[str, Scenario] = {}
 
 
 def scenario_ref(scenario: Scenario) -> str:
-    """``module:qualname`` of a scenario, as stored in trace files.
+    """How a trace names ``scenario``: ``package.module:qualname``, or ``/path/file.py:qualname`` for a file.
 
     A classmethod bound to a subclass (``Machine.scenario``) is named after the
-    subclass, not the base class that defines it.
+    subclass. A scenario of a script run as ``python file.py`` is named by that
+    file, never ``__main__``; :meth:`Counterexample.save` stores a file relative
+    to the trace's folder.
     """
-    owner = getattr(scenario, "__self__", None)
-    if isinstance(owner, type):
-        return f"{owner.__module__}:{owner.__qualname__}.{scenario.__name__}"
-    return f"{scenario.__module__}:{scenario.__qualname__}"
+    module, qualname = name_of(scenario)
+    path = file_of_module(module)
+    ref = f"{path.as_posix()}:{qualname}" if path is not None else f"{module}:{qualname}"
+    _NAMED[ref] = scenario
+    return ref
 
 
-def resolve_scenario(ref: str) -> Scenario:
-    """Import a scenario from its ``module:qualname`` reference."""
-    module_name, _, qualname = ref.partition(":")
-    if not module_name or not qualname:
-        raise TraceFileError(f"the scenario reference {ref!r} is not of the form 'module:function'")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise TraceFileError(
-            f"the scenario module {module_name!r} cannot be imported ({exc}). Run the replay from the project "
-            "root (where the module is importable), or re-run the hunt that wrote the file."
-        ) from None
-    for part in qualname.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            raise TraceFileError(
-                f"{module_name!r} has no scenario {qualname!r}; it was renamed or removed since the trace was "
-                "saved. Re-run the hunt to produce a fresh counterexample."
-            )
-    if not callable(obj):
-        raise TraceFileError(f"{ref!r} is not a scenario function")
-    return obj  # type: ignore[no-any-return]
+def resolve_scenario(ref: str, *, base: Path | None = None) -> Scenario:
+    """The scenario ``ref`` names: one this process named itself, else a *marked* scenario only.
+
+    A reference read from a file is resolved by the rules of
+    :mod:`harness.explore._scenarios`: nothing is imported unless its source marks
+    the name as a scenario, and ``os:system`` is refused (:class:`TraceFileError`).
+    A relative file path is taken from ``base`` (default: the current folder).
+    """
+    named = _NAMED.get(ref)
+    if named is not None:
+        return named
+    return resolve_marked(ref, base=base)
 
 
 @dataclass
@@ -192,7 +216,7 @@ class Counterexample:
 
     # ------------------------------------------------------------ save/load
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
             "scenario": self.scenario,
@@ -212,12 +236,17 @@ class Counterexample:
             "digest": self.digest(),
             "trace": self.trace.to_json(),
         }
+        out["checksum"] = checksum(out)
+        return out
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the counterexample as JSON, atomically (temp file + rename)."""
         target = Path(path)
+        raw = self.to_json()
+        raw["scenario"] = portable_ref(self.scenario, target.parent)  # a file: relative to the trace's folder
+        raw["checksum"] = checksum(raw)
         target.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(self.to_json(), indent=1, sort_keys=True)
+        text = json.dumps(raw, indent=1, sort_keys=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -236,28 +265,33 @@ class Counterexample:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Counterexample:
-        """Read a saved counterexample; any defect raises a one-paragraph :class:`TraceFileError`."""
+        """Read a saved counterexample; any defect raises a one-paragraph :class:`TraceFileError`.
+
+        The file is untrusted: it is read only if it is a regular, readable file of
+        at most :data:`MAX_TRACE_BYTES`; it must be UTF-8 JSON of a known format
+        version whose ``checksum`` matches. Loading never imports or runs anything.
+        """
         p = Path(path)
         hint = (
             "A trace file is the JSON written by `python -m harness hunt` or Counterexample.save(); "
             "re-run the hunt to produce a fresh one."
         )
-        if not p.exists():
-            raise TraceFileError(f"{p} does not exist. {hint}")
-        try:
-            raw = json.loads(p.read_text(encoding="utf-8"))
-        except UnicodeDecodeError:
-            raise TraceFileError(f"{p} is not a text file. {hint}") from None
-        except json.JSONDecodeError as exc:
-            raise TraceFileError(
-                f"{p} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                f"it may be truncated. {hint}"
-            ) from None
+        raw = _read_json(p, hint)
         if not isinstance(raw, dict) or raw.get("format") != FORMAT_NAME:
             raise TraceFileError(f"{p} is JSON but not a race-harness trace (no \"format\": \"{FORMAT_NAME}\"). {hint}")
-        if raw.get("version") not in READABLE_VERSIONS:
+        if raw.get("version") not in READABLE_VERSIONS or isinstance(raw.get("version"), bool):
             raise TraceFileError(
                 f"{p} has trace format version {raw.get('version')!r}; this harness reads version {FORMAT_VERSION}. {hint}"
+            )
+        if "checksum" not in raw:
+            raise TraceFileError(
+                f"{p} has no checksum, so it cannot be told apart from an edited or damaged file (it was written "
+                f"by an older race-harness, or by hand). {hint}"
+            )
+        if raw["checksum"] != checksum(raw):
+            raise TraceFileError(
+                f"{p} was edited or damaged: its checksum does not match its contents (one of "
+                f"{', '.join(SIGNED_FIELDS)} changed after it was written). {hint}"
             )
         try:
             lim = raw.get("limits") or {}
@@ -281,8 +315,14 @@ class Counterexample:
             raise TraceFileError(f"{p} is missing or has a malformed field ({type(exc).__name__}: {exc}). {hint}") from None
         if any(c < 0 for c in cx.choices):
             raise TraceFileError(f"{p} holds negative choices, which no run can take. {hint}")
-        if raw.get("digest") not in (None, cx.digest()):
+        if raw.get("digest") != cx.digest():
             raise TraceFileError(f"{p} was edited or damaged: its digest does not match its trace. {hint}")
+        try:
+            where, qualname = split_ref(cx.scenario)
+        except TraceFileError as exc:
+            raise TraceFileError(f"{p}: {exc}. {hint}") from None
+        if where.endswith(".py") or "/" in where or "\\" in where:  # a file, stored relative to the trace's folder
+            cx.scenario = f"{(p.parent / where).resolve().as_posix()}:{qualname}"
         return cx
 
     @classmethod
@@ -304,6 +344,46 @@ class Counterexample:
             ref, dict(params), _trim(out.choices), out.trace, out.violation, strategy, seed, limits,
             plan=plan, faults=faults,
         )
+
+
+def _read_json(p: Path, hint: str) -> Any:
+    """The JSON value in file ``p``, or one :class:`TraceFileError` per way a path can fail to be a trace."""
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise TraceFileError(f"{p} does not exist. {hint}") from None
+    except OSError as exc:
+        raise TraceFileError(f"{p} cannot be read ({exc.strerror or type(exc).__name__}). {hint}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise TraceFileError(f"{p} is a folder, not a trace file; name one of the .json files in it. {hint}")
+    if not stat.S_ISREG(st.st_mode):
+        raise TraceFileError(f"{p} is not a regular file (a device, pipe or socket). {hint}")
+    if st.st_size > MAX_TRACE_BYTES:
+        raise TraceFileError(
+            f"{p} is {st.st_size / 2**20:,.0f} MiB, larger than any trace the harness writes "
+            f"(at most {MAX_TRACE_BYTES // 2**20} MiB), so it was not read. {hint}"
+        )
+    try:
+        with p.open("rb") as fh:
+            data = fh.read(MAX_TRACE_BYTES + 1)
+    except PermissionError:
+        raise TraceFileError(f"{p} cannot be read: permission denied (check its mode and owner). {hint}") from None
+    except OSError as exc:
+        raise TraceFileError(f"{p} cannot be read ({exc.strerror or type(exc).__name__}). {hint}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TraceFileError(f"{p} is not UTF-8 text (byte {exc.start} is not valid UTF-8). {hint}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceFileError(
+            f"{p} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); it may be truncated. {hint}"
+        ) from None
+    except RecursionError:
+        raise TraceFileError(f"{p} is JSON nested too deeply to be a trace. {hint}") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise TraceFileError(f"{p} is not valid trace JSON ({exc}). {hint}") from None
 
 
 def _trim(choices: list[int]) -> list[int]:

@@ -45,6 +45,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import UsageError
+from .._interrupt import stop_requested
+from .._options import STRATEGY_FORMS as _STRATEGY_FORMS
+from .._options import parse_budget, parse_strategy
 from ..sim import (
     ConvertingChooser,
     Entry,
@@ -79,15 +82,8 @@ class Budget:
         """``"500"`` = 500 runs, ``"30s"`` = 30 seconds."""
         if isinstance(text, Budget):
             return text
-        if isinstance(text, int):
-            return cls(runs=text)
-        m = re.fullmatch(r"\s*(\d+)\s*", text)
-        if m:
-            return cls(runs=int(m.group(1)))
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*s\s*", text)
-        if m:
-            return cls(runs=None, seconds=float(m.group(1)))
-        raise UsageError(f"budget {text!r} is not RUNS (e.g. 500) or SECONDSs (e.g. 30s)")
+        runs, seconds = parse_budget(text)  # the one validation, shared with the CLI and the plugin
+        return cls(runs=runs, seconds=seconds)
 
     def __str__(self) -> str:
         parts = []
@@ -172,13 +168,14 @@ class Replay(Strategy):
 
 STRATEGIES = ("portfolio", "random", "pct", "hypothesis", "exhaustive", "canonical")
 DEFAULT_STRATEGY = "portfolio"
-STRATEGY_FORMS = "portfolio, random, pct[:DEPTH>=1], hypothesis, exhaustive[:K>=0], canonical"
+STRATEGY_FORMS = _STRATEGY_FORMS  # harness/_options.py: the one list, shared with the CLI and the plugin
 
 
 def make_strategy(spec: str | Strategy, *, seed: int = 0) -> Strategy:
     """``"portfolio"``, ``"random"``, ``"pct"``, ``"pct:4"``, ``"hypothesis"``, ``"exhaustive:3"``, ``"canonical"``."""
     if isinstance(spec, Strategy):
         return spec
+    parse_strategy(spec)  # the one validation (harness/_options.py): a UsageError naming the accepted forms
     name, _, arg = spec.strip().partition(":")
     try:
         if name == "portfolio" and not arg:
@@ -374,6 +371,9 @@ class _Runner:
             self.interrupted = True
 
     def run(self, chooser: Any) -> RunOutcome:
+        if stop_requested():  # Ctrl-C under the CLI: stop between runs (harness/_interrupt.py)
+            self.interrupted = True
+            raise KeyboardInterrupt
         try:
             out = run_once(self.scenario, chooser, params=self.params, limits=self.limits, faults=self.faults)
         except KeyboardInterrupt:
@@ -388,7 +388,8 @@ class _Runner:
 
     def exhausted(self) -> bool:
         b = self.budget
-        if self.interrupted:
+        if self.interrupted or stop_requested():
+            self.interrupted = True
             return True
         if b.runs is not None and self.runs >= b.runs:
             return True

@@ -32,7 +32,7 @@ def test_list_prints_one_race_per_line_with_upstream_ref(capsys: pytest.CaptureF
     ("args", "words"),
     [
         (["hunt", "no_such_race"], "unknown race 'no_such_race'"),
-        (["hunt", "--budget", "lots"], "is not RUNS"),
+        (["hunt", "--budget", "lots"], "budget 'lots' is not valid: use RUNS"),
         (["hunt", "--strategy", "bfs"], "unknown strategy 'bfs'"),
         (["hunt", "--variant", "sideways"], "invalid choice"),
         (["replay", "missing.json"], "does not exist"),

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from harness import World
+from harness import World, scenario
 
 
+@scenario  # a trace file may name it (see harness.scenario)
 async def order_violation(world: World, *, fixed: bool = False) -> None:
     st: dict[str, object] = {"ready": False, "data": None}
 

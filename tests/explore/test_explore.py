@@ -12,6 +12,7 @@ import pytest
 
 import harness as h
 from harness.explore import Budget, Counterexample
+from harness.explore._counterexample import FORMAT_NAME, READABLE_VERSIONS, checksum
 from tests import toys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,8 +169,8 @@ def test_replay_against_a_changed_scenario_names_the_divergent_step(tmp_path: Pa
     cx = h.explore(toys.order_violation, strategy="random", budget=3000, seed=2).counterexample
     assert cx is not None
     raw = cx.to_json()
-    raw["scenario"] = "tests.explore.changed:order_violation"
-    raw.pop("digest")
+    raw["scenario"] = "tests.explore.changed:order_violation"  # what a later version of the code would say
+    raw["checksum"] = checksum(raw)  # written that way: not an edit, a changed scenario
     path = tmp_path / "cx.json"
     path.write_text(json.dumps(raw))
     loaded = Counterexample.load(path)
@@ -181,6 +182,13 @@ def test_replay_against_a_changed_scenario_names_the_divergent_step(tmp_path: Pa
     assert info.value.step > 1
 
 
+def _sealed(**fields: object) -> dict[str, object]:
+    """A trace-shaped dict with a matching checksum (unless ``checksum`` is given)."""
+    raw: dict[str, object] = {"format": FORMAT_NAME, "version": READABLE_VERSIONS[-1], **fields}
+    raw.setdefault("checksum", checksum(raw))
+    return raw
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
@@ -188,7 +196,9 @@ def test_replay_against_a_changed_scenario_names_the_divergent_step(tmp_path: Pa
         ('{"format": "race-harness-trace", "version": 1, "scen', "not valid JSON"),
         ("[1, 2, 3]", "not a race-harness trace"),
         ('{"format": "race-harness-trace", "version": 99}', "version 99"),
-        ('{"format": "race-harness-trace", "version": 1, "scenario": "x:y"}', "missing or has a malformed field"),
+        ('{"format": "race-harness-trace", "version": 1, "scenario": "x:y"}', "has no checksum"),
+        (json.dumps(_sealed(scenario="x:y")), "missing or has a malformed field"),
+        (json.dumps(_sealed(scenario="x:y", checksum="0" * 64)), "edited or damaged"),
     ],
 )
 def test_bad_trace_files_get_one_paragraph_errors(tmp_path: Path, content: str | None, expected: str) -> None:

@@ -67,8 +67,13 @@ def test_help_lists_one_group_of_options(pytester: pytest.Pytester) -> None:
     ("args", "needle"),
     [
         (["--race-seed=abc"], "--race-seed=N (a non-negative integer), random or last"),
-        (["--race-budget=lots"], "--race-budget=RUNS (e.g. 500) or SECONDSs (e.g. 30s)"),
-        (["--race-strategy=dfs"], "--race-strategy=NAME with NAME one of random, pct"),
+        (["--race-budget=lots"], "--race-budget=RUNS (a whole number of runs >= 1, e.g. 500) or SECONDSs"),
+        (["--race-budget=0"], "--race-budget=RUNS (a whole number of runs >= 1"),
+        (["--race-budget=-5"], "--race-budget=RUNS (a whole number of runs >= 1"),
+        (["--race-budget=0s"], "or SECONDSs (a positive number of seconds, e.g. 30s)"),
+        (["--race-strategy=dfs"], "--race-strategy=NAME with NAME one of portfolio, random, pct[:DEPTH>=1]"),
+        (["--race-strategy=pct:0"], "--race-strategy=NAME with NAME one of portfolio, random, pct[:DEPTH>=1]"),
+        (["--race-strategy=exhaustive:-1"], "exhaustive[:K>=0]"),
         (["--race-hunt=-3"], "--race-hunt=MINUTES"),
         (["--race-replay=nope.json"], "--race-replay=FILE"),
         (["-p", "no:cacheprovider", "--race-seed=last"], "no previous seed"),
@@ -233,3 +238,17 @@ def _settings_template():  # type: ignore[no-untyped-def]
 
     fields = {f.name: None for f in plugin.RaceSettings.__dataclass_fields__.values()}
     return plugin.RaceSettings(**fields)
+
+
+def test_a_session_writes_under_reports_pytest_with_portable_pages(ptr: pytest.Pytester) -> None:
+    ptr.runpytest("--race-seed=11", "-k", "buggy_fails")
+    out = ptr.path / "reports" / "pytest"
+    assert (out / "index.html").is_file()
+    assert not (ptr.path / "reports" / "index.html").exists()  # the hunt's index is never replaced
+    page = (out / "test_races.py-test_buggy_fails.html").read_text()
+    assert "python -m harness replay test_races.py-test_buggy_fails.json" in page
+    assert "--race-replay=reports/pytest/test_races.py-test_buggy_fails.json" in page
+    assert 'href="index.html"' in page and 'href="test_races.py-test_buggy_fails.json"' in page
+    assert str(ptr.path) not in page
+    data = json.loads((out / "test_races.py-test_buggy_fails.json").read_text())
+    assert data["meta"]["report"] == "test_races.py-test_buggy_fails.html"

@@ -1,0 +1,67 @@
+"""Budgets and strategy specs, checked in one place for the CLI, the pytest plugin and ``explore()``.
+
+Pure Python with no imports beyond the standard library, so the pytest plugin
+can check ``--race-budget`` and ``--race-strategy`` at configure time without
+loading Trio (``pytest --help`` stays fast).
+
+A budget is ``RUNS`` (a whole number >= 1) or ``SECONDSs`` (a positive number
+of seconds). A strategy is a name with an optional integer argument whose
+smallest accepted value is in :data:`STRATEGY_ARGS`: ``pct:0`` (no priority
+levels) and ``exhaustive:-1`` (fewer than no deviations) are refused rather
+than searched, because either would report a verdict after zero runs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from ._errors import UsageError
+
+#: the accepted budget forms, as every budget error message states them
+BUDGET_FORMS = "RUNS (a whole number of runs >= 1, e.g. 500) or SECONDSs (a positive number of seconds, e.g. 30s)"
+
+#: strategy name -> (name of its argument, smallest accepted argument); None: takes no argument
+STRATEGY_ARGS: dict[str, tuple[str, int] | None] = {
+    "portfolio": None,
+    "random": None,
+    "pct": ("DEPTH", 1),
+    "hypothesis": None,
+    "exhaustive": ("K", 0),
+    "canonical": None,
+}
+
+#: the accepted strategy forms, as every strategy error message states them
+STRATEGY_FORMS = ", ".join(
+    name if arg is None else f"{name}[:{arg[0]}>={arg[1]}]" for name, arg in STRATEGY_ARGS.items()
+)
+
+
+def parse_budget(value: str | int) -> tuple[int | None, float | None]:
+    """``"500"`` or ``500`` -> ``(500, None)``; ``"30s"`` -> ``(None, 30.0)``; anything else is a UsageError."""
+    if isinstance(value, bool):  # bool is an int; True runs is a slip, not a budget
+        raise UsageError(f"budget {value!r} is not valid: use {BUDGET_FORMS}")
+    if isinstance(value, int):
+        if value >= 1:
+            return value, None
+        raise UsageError(f"budget {value!r} is not valid: use {BUDGET_FORMS}")
+    text = str(value).strip()
+    if re.fullmatch(r"\d+", text) and int(text) >= 1:
+        return int(text), None
+    m = re.fullmatch(r"(\d+(?:\.\d*)?|\.\d+)\s*s", text)
+    if m and math.isfinite(seconds := float(m.group(1))) and seconds > 0:
+        return None, seconds
+    raise UsageError(f"budget {value!r} is not valid: use {BUDGET_FORMS}")
+
+
+def parse_strategy(spec: str) -> tuple[str, int | None]:
+    """``"pct:4"`` -> ``("pct", 4)``; ``"random"`` -> ``("random", None)``; anything else is a UsageError."""
+    name, colon, arg = str(spec).strip().partition(":")
+    if name not in STRATEGY_ARGS:
+        raise UsageError(f"unknown strategy {spec!r}; use one of {STRATEGY_FORMS}")
+    form = STRATEGY_ARGS[name]
+    if not colon:
+        return name, None
+    if form is not None and re.fullmatch(r"-?\d+", arg) and int(arg) >= form[1]:
+        return name, int(arg)
+    raise UsageError(f"strategy {spec!r} is not valid; use one of {STRATEGY_FORMS}")
