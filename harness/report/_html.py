@@ -51,6 +51,8 @@ PAGE_BUDGET = 1_000_000
 #: the full timeline carries the objects column up to this many records
 _FULL_OBJECTS = 1_000
 _MAX_CHARTS = 8
+#: the objects column starts unfolded up to this many lanes in the focused timeline
+_OBJECTS_LANES = 8
 _MAX_DEVIATIONS = 30
 
 
@@ -214,6 +216,7 @@ def render_counterexample_html(
         "focused": focused,
         "focused_lanes": {a: i for i, a in enumerate(focused.lanes)},
         "focused_steps": focused_steps,
+        "objects_lanes": _OBJECTS_LANES,
         "focus_words": focus_words,
         "full": None,
         "full_lanes": {a: i for i, a in enumerate(actors)},
