@@ -83,7 +83,8 @@ def _fully_visible(page: Any, selector: str) -> bool:
                 const s = getComputedStyle(p);
                 if (/(auto|scroll|hidden)/.test(s.overflowX + s.overflowY)) {
                     const b = p.getBoundingClientRect();
-                    if (r.left < b.left - 1 || r.right > b.right + 1 || r.top < b.top - 1 || r.bottom > b.bottom + 1) return false;
+                    if (r.left < b.left - 1 || r.right > b.right + 1) return false;
+                    if (r.top < b.top - 1 || r.bottom > b.bottom + 1) return false;
                 }
             }
             return true;
