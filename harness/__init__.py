@@ -43,7 +43,13 @@ if TYPE_CHECKING:
     from .explore import Result as Result
     from .explore import explore as explore
     from .explore import scenario as scenario
+    from .explore import Canonical as Canonical
+    from .explore import Portfolio as Portfolio
     from .sim import Event as Event
+    from .sim import Fault as Fault
+    from .sim import Hold as Hold
+    from .sim import Ident as Ident
+    from .sim import Pick as Pick
     from .sim import Limits as Limits
     from .sim import Lock as Lock
     from .sim import Queue as Queue
@@ -72,6 +78,12 @@ _LAZY: dict[str, str] = {
     "Result": "explore",
     "explore": "explore",
     "scenario": "explore",
+    "Portfolio": "explore",
+    "Canonical": "explore",
+    "Hold": "sim",
+    "Fault": "sim",
+    "Pick": "sim",
+    "Ident": "sim",
     "Event": "sim",
     "Limits": "sim",
     "Lock": "sim",
@@ -129,4 +141,5 @@ __all__ = [
     "Trace", "TraceFileError", "UsageError", "Violation", "World", "explore", "run_once",
     "RaceMachine", "rule", "invariant", "precondition", "integers", "sampled_from", "booleans",
     "Race", "scenario",
+    "Portfolio", "Canonical", "Hold", "Fault", "Pick", "Ident",
 ]

@@ -207,6 +207,12 @@ def _parse_settings(config: pytest.Config) -> RaceSettings:
                 f"{OPT_REPLAY}={replay_text!r}: no such file; use {OPT_REPLAY}=FILE with a JSON trace written "
                 f"by {OPT_REPORT} or `python -m harness hunt` (e.g. {OPT_REPLAY}=reports/<test>.json)"
             )
+        from .explore import Counterexample  # only with --race-replay: the plugin's import stays cheap
+
+        try:
+            Counterexample.load(replay)  # untrusted input: a bad file is a usage error, not N test errors
+        except HarnessError as exc:
+            raise pytest.UsageError(f"{OPT_REPLAY}={replay_text!r}: {exc}") from None
     shards_text = config.getini(INI_SHARDS) or str(DEFAULT_SHARDS)
     if not re.fullmatch(r"[1-9]\d*", str(shards_text)):
         raise pytest.UsageError(f"ini option {INI_SHARDS}={shards_text!r} is not valid: use a positive integer")
@@ -408,6 +414,7 @@ class RaceFixture:
             if mine != theirs:
                 pytest.skip(f"{OPT_REPLAY} replays {theirs}; this test explores {mine}")
             strat, b, params = Replay(tuple(cx.choices)), 1, dict(cx.params)
+            params["faults"] = cx.faults
         result = explore(scenario, strategy=strat, budget=b, seed=self.seed, **params)
         self.results.append(result)
         self._request.node.user_properties.extend(
@@ -487,9 +494,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def signature(cx: Counterexample) -> str:
-    """Identity of a finding: violation kind and name plus the minimized trace's action labels."""
-    text = json.dumps([cx.violation.kind, cx.violation.name, [r.label for r in cx.trace]])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    """Identity of a finding: the failure (oracle, violating actor, the minimal plan's entries), not the trace."""
+    return cx.signature()
 
 
 _PROFILE_LOADED = pytest.StashKey[bool]()

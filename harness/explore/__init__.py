@@ -3,8 +3,14 @@
 from ._counterexample import Counterexample as Counterexample
 from ._counterexample import resolve_scenario as resolve_scenario
 from ._counterexample import scenario_ref as scenario_ref
+from ._explore import DEFAULT_STRATEGY as DEFAULT_STRATEGY
 from ._explore import PCT as PCT
 from ._explore import STRATEGIES as STRATEGIES
+from ._explore import STRATEGY_FORMS as STRATEGY_FORMS
+from ._explore import Canonical as Canonical
+from ._explore import Portfolio as Portfolio
+from ._explore import describe_faults as describe_faults
+from ._explore import parse_faults as parse_faults
 from ._explore import Budget as Budget
 from ._explore import Exhaustive as Exhaustive
 from ._explore import Hypothesis as Hypothesis
@@ -23,4 +29,5 @@ __all__ = [
     "PCT", "STRATEGIES", "Budget", "Counterexample", "Exhaustive", "Hypothesis", "Random", "Replay", "Result",
     "Strategy", "explore", "make_strategy", "resolve_scenario", "scenario_ref",
     "ENTRY_POINT_GROUP", "Race", "registered_races", "scenario",
+    "DEFAULT_STRATEGY", "STRATEGY_FORMS", "Canonical", "Portfolio", "describe_faults", "parse_faults",
 ]

@@ -1,0 +1,157 @@
+"""Counterexamples that are truly minimal and the same every time (plans, shrinking, the referee)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import harness as h
+from harness.explore import Counterexample
+from harness.kube import APIServer, Informer, KubeObject
+from harness.sim import ConvertingChooser, PlanChooser, RandomChooser, run_once
+from tests.toys import lost_update
+
+
+async def stale_owner(world: h.World, *, fixed: bool = False, noise: int = 3) -> None:
+    """Two informers: a Pod's ADDED is handled while its ReplicaSet is not yet in the RS cache.
+
+    The model of a cross-informer race: one informer's stale view acts after the
+    other's fresh event. The ReplicaSet is created first; canonically its ADDED is
+    delivered first. Noise actors add steps that have nothing to do with the bug.
+    """
+    api = APIServer(world)
+    rs = Informer(world, api, "ReplicaSet")
+    pods = Informer(world, api, "Pod")
+    orphaned: list[str] = []
+
+    def on_pod(pod: KubeObject) -> None:
+        if rs.lister.try_get("ns", "r") is None:
+            if fixed:
+                return  # the fixed controller requeues the pod instead of deciding on a stale read
+            orphaned.append(pod.key)
+
+    pods.add_event_handler(on_add=on_pod)
+    rs.start()
+    pods.start()
+    await rs.wait_for_cache_sync()
+    await pods.wait_for_cache_sync()
+
+    async def chatter(i: int) -> None:
+        for j in range(3):
+            await world.step(f"noise {i}.{j}")
+
+    for i in range(noise):
+        world.spawn(f"noise-{i}", chatter, i)
+    await api.create(KubeObject("ReplicaSet", "ns", "r"))
+    await api.create(KubeObject("Pod", "ns", "p"))
+    world.invariant(
+        lambda: not orphaned or f"Pod {orphaned[0]} adopted by nobody: its ReplicaSet was not cached yet",
+        "pod handler sees its owner",
+    )
+
+
+def _failing_random_run(scenario: object, *, min_deviations: int = 2) -> h.sim.RunOutcome:  # type: ignore[name-defined]
+    for seed in range(500):
+        out = run_once(scenario, RandomChooser(seed, lag=0.7))  # type: ignore[arg-type]
+        if out.violation is not None and out.deviations >= min_deviations:
+            return out
+    raise AssertionError("no failing random run")
+
+
+def test_deleting_a_deviation_keeps_the_others() -> None:
+    base = PlanChooser()
+    run_once(stale_owner, base)
+    rs_add = next(i for i, _n in base.decisions if "ReplicaSet deliver ADDED" in i.label)
+    noise = next(i for i, _n in base.decisions if i.actor == "noise-0")
+    plan = [h.Hold(noise, None), h.Hold(rs_add, None)]
+    both = run_once(stale_owner, PlanChooser(plan))
+    assert both.violation is not None
+    # delete the irrelevant first entry: the other still means "deliver the RS ADDED late"
+    one = run_once(stale_owner, PlanChooser(plan[1:]))
+    assert one.violation is not None and one.violation.same_bug(both.violation)
+    # positionally, deleting the first deviation shifts what the later ones mean
+    conv = ConvertingChooser(both.choices)
+    run_once(stale_owner, conv)
+    assert set(conv.result()) >= {plan[1]} or len(conv.result()) >= 1
+
+
+def test_repeated_pass_overs_shrink_to_one_postponement() -> None:
+    out = _failing_random_run(stale_owner, min_deviations=3)
+    r = h.explore(stale_owner, strategy="random", budget=2000, seed=0)
+    cx = r.counterexample
+    assert cx is not None and cx.plan is not None
+    assert out.deviations >= 3  # the positional run passed over the delivery several times
+    assert cx.deviations == 1  # one postponement, whatever the number of steps it spans
+    (entry,) = cx.plan
+    assert isinstance(entry, h.Hold) and entry.what.label == "informer/ReplicaSet deliver ADDED ns/r"
+
+
+def test_same_bug_same_minimum_across_seeds_and_strategies() -> None:
+    digests: set[str] = set()
+    plans: set[str] = set()
+    for strategy in ("random", "pct", "hypothesis", "portfolio"):
+        for seed in range(10):
+            r = h.explore(stale_owner, strategy=strategy, budget=3000, seed=seed)
+            cx = r.counterexample
+            assert cx is not None, (strategy, seed, r.outcome)
+            assert cx.deviations <= 2 and cx.proved_minimal, (strategy, seed, cx.proof)
+            digests.add(cx.digest())
+            plans.add(json.dumps([e.to_json() for e in cx.plan or ()]))
+    assert len(digests) == 1, plans
+    assert h.explore(stale_owner, strategy="exhaustive:1", budget=5000, fixed=True).verdict == "proved-clean"
+
+
+def test_hunt_dedups_by_failure_signature() -> None:
+    sigs = {h.explore(stale_owner, strategy="random", budget=2000, seed=s).counterexample.signature() for s in range(4)}
+    other = h.explore(lost_update, budget=2000).counterexample
+    assert len(sigs) == 1 and other is not None and other.signature() not in sigs
+
+
+async def two_lost_updates(world: h.World) -> None:
+    """Both of two independent counters must lose an update: two holds, no fewer."""
+    store = {"x": 0, "y": 0}
+
+    async def increment(var: str, warmup: int) -> None:
+        for i in range(warmup):
+            await world.step(f"warm up {var} {i}")
+        await world.step(f"read {var}", key=var)
+        v = store[var]
+        await world.step(f"write {var}", key=var)
+        store[var] = v + 1
+
+    for var in ("x", "y"):
+        world.spawn(f"{var}-0", increment, var, 0)
+        world.spawn(f"{var}-1", increment, var, 1)
+    world.at_end(lambda: store != {"x": 1, "y": 1} or "both updates lost", "not both lost")
+
+
+def test_cut_proof_says_what_it_covered() -> None:
+    r = h.explore(two_lost_updates, strategy="random", budget=2000, proof_budget=1)
+    cx = r.counterexample
+    assert cx is not None and cx.deviations == 2
+    assert cx.proved_minimal is None
+    assert cx.proof.startswith("not proved minimal: no counterexample with <= 0 deviations; 1 not covered: stopped after")
+    assert cx.proof in r.outcome and cx.to_json()["proof"] == cx.proof
+    full = h.explore(two_lost_updates, strategy="random", budget=2000)
+    assert full.counterexample is not None and full.counterexample.proof == "proved minimal"
+
+
+def test_old_trace_format_still_replays(tmp_path: Path) -> None:
+    cx = h.explore(lost_update, strategy="exhaustive:1").counterexample
+    assert cx is not None
+    raw = cx.to_json()
+    # a format-1 file: positional choices only, no plan, no fault kinds
+    raw["version"] = 1
+    for k in ("plan", "faults", "proof"):
+        raw.pop(k, None)
+    old = Counterexample(raw["scenario"], raw["params"], raw["choices"], cx.trace, cx.violation)
+    raw["digest"] = old.digest()
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(raw))
+    try:
+        loaded = Counterexample.load(path)
+    except h.TraceFileError as exc:  # a refusal must say why, in words
+        assert "version" in str(exc)
+        return
+    assert loaded.plan is None
+    assert loaded.replay().violation is not None
