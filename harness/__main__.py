@@ -1,9 +1,17 @@
 """``python -m harness``: see :mod:`harness.cli`."""
 
+import signal
+
 try:
+    from . import _interrupt
     from .cli import main
 
-    raise SystemExit(main())
+    _interrupt.keep_until_exit()  # this process ends with the command: no window for a late Ctrl-C traceback
+    code = main()
+    # Python's shutdown puts SIGINT back to the default action, so a Ctrl-C then would kill the process
+    # by signal; everything is written by now, so ignore it (an ignored signal stays ignored at shutdown).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise SystemExit(code)
 except KeyboardInterrupt:  # before the CLI took over Ctrl-C (while Python was still importing it)
     import sys
 

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from types import FrameType
 
 _requested = False
+_keep_installed = False
 
 #: the exit status of a process ended by SIGINT (128 + 2), as shells report it
 EXIT_INTERRUPTED = 130
@@ -33,6 +34,17 @@ EXIT_INTERRUPTED = 130
 def stop_requested() -> bool:
     """Whether Ctrl-C was pressed (under :func:`sigint_requests_stop`) since it was entered."""
     return _requested
+
+
+def keep_until_exit() -> None:
+    """Leave the handler of :func:`sigint_requests_stop` installed after its block (``python -m harness``).
+
+    Between the end of a hunt and the end of the process (printing the summary,
+    interpreter shutdown) Python's own handler would turn a late Ctrl-C into a
+    traceback or a death by SIGINT; the process is about to exit anyway.
+    """
+    global _keep_installed
+    _keep_installed = True
 
 
 def request_stop() -> None:
@@ -67,5 +79,6 @@ def sigint_requests_stop(second: Callable[[], str] | None = None) -> Iterator[No
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-        _requested = False
+        if not _keep_installed:
+            signal.signal(signal.SIGINT, previous)
+            _requested = False

@@ -177,6 +177,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG} {args.command}: interrupted; nothing was written", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as exc:
+        if not _caused_by_interrupt(exc):
+            raise
+        # Ctrl-C inside trio.run can surface wrapped (TrioInternalError): still an interrupt, not a crash
+        print(f"{PROG} {args.command}: interrupted; nothing was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        todo += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
+    return False
 
 
 def _one_line(exc: BaseException) -> str:

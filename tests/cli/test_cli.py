@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from cli_support import ROOT, assert_one_clean_error, json_lines, run_cli, run_main
 
 from harness.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True)
 
 
 def test_list_prints_one_race_per_line_with_upstream_ref(capsys: pytest.CaptureFixture[str]) -> None:
@@ -124,3 +121,172 @@ def test_readme_python_example_prints_what_it_says() -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert "in 1 deviation (proved minimal), 8 steps" in proc.stdout
     assert "b: start b  <- choice 1 of 2, instead of 'a: start a'" in proc.stdout
+
+
+# ------------------------------------------------------------------ issue 12, items 3, 4 and 8
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--budget", "0"], "budget '0' is not valid: use RUNS (a whole number of runs >= 1"),
+        (["--budget", "-5"], "budget '-5' is not valid"),
+        (["--budget", "0s"], "or SECONDSs (a positive number of seconds"),
+        (["--strategy", "exhaustive:-1"], "strategy 'exhaustive:-1' is not valid; use one of"),
+        (["--strategy", "pct:0"], "pct[:DEPTH>=1]"),
+        (["--strategy", "random:3"], "strategy 'random:3' is not valid"),
+    ],
+)
+def test_item3_empty_budgets_and_impossible_strategies_are_usage_errors(
+    args: list[str], words: str, tmp_path: Path
+) -> None:
+    proc = run_cli("hunt", "volcano_gang_close", *args, "--report-dir", str(tmp_path / "r"))
+    assert proc.returncode == 2
+    assert words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not (tmp_path / "r").exists()  # refused before anything ran or was written
+
+
+def test_item3_explore_applies_the_same_validation() -> None:
+    import harness as h
+    from tests.toys import lost_update
+
+    for budget in (0, -1, "0", "0s"):
+        with pytest.raises(h.UsageError, match="is not valid: use RUNS"):
+            h.explore(lost_update, budget=budget)
+    for strategy in ("pct:0", "exhaustive:-1"):
+        with pytest.raises(h.UsageError, match=r"exhaustive\[:K>=0\]"):
+            h.explore(lost_update, strategy=strategy)
+
+
+def _no_search(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    import importlib
+
+    calls: list[object] = []
+    monkeypatch.setattr(importlib.import_module("harness.explore"), "explore", lambda *a, **k: calls.append(a))
+    return calls
+
+
+def test_item4_a_report_dir_that_is_a_file_or_cannot_be_made_is_refused_before_any_search(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _no_search(monkeypatch)
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for where, words in ((afile, "is a file, not a folder"), (afile / "sub", "cannot be written")):
+        code, _, err = run_main(capsys, "hunt", "volcano_gang_close", "--report-dir", str(where))
+        assert code == 2
+        assert_one_clean_error(err, str(where), words, "name a folder you can write to")
+    assert calls == []
+
+
+def test_item4_an_unwritable_report_dir_is_refused_before_any_search(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    calls = _no_search(monkeypatch)
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o500)
+    else:  # root writes anywhere: fail the probe file the way a read-only folder would for anyone else
+        real = tempfile.mkstemp
+
+        def deny(*a: Any, **k: Any) -> Any:
+            if Path(str(k.get("dir", ""))) == folder:
+                raise PermissionError(13, "Permission denied")
+            return real(*a, **k)
+
+        monkeypatch.setattr(tempfile, "mkstemp", deny)
+    code, _, err = run_main(capsys, "hunt", "volcano_gang_close", "--report-dir", str(folder))
+    assert code == 2
+    assert_one_clean_error(err, "cannot be written (Permission denied)")
+    assert calls == []
+
+
+def test_item4_when_writing_fails_later_the_replay_facts_are_printed_and_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.explore import Counterexample
+
+    def disk_full(self: Counterexample, path: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Counterexample, "save", disk_full)
+    code, out, err = run_main(
+        capsys, "hunt", "tests.toys:lost_update", "--variant", "buggy", "--strategy", "random", "--json",
+        "--report-dir", str(tmp_path),
+    )
+    assert code == 1 and "Traceback" not in err
+    assert "could not write" in err and "No space left on device" in err
+    for fact in ("scenario tests.toys:lost_update", "params {\"fixed\": false}", "seed 0", "choices ["):
+        assert fact in err, fact
+    assert (tmp_path / "index.html").is_file()  # the index is still written
+    [rec] = json_lines(out)
+    assert rec["found"] and rec["trace"] is None
+    command = err[err.index("Replay it with: ") + len("Replay it with: "):].split()
+    assert command[:4] == ["python", "-m", "harness", "replay"]
+    code, replayed, _ = run_main(capsys, *command[3:], "--json")
+    assert code == 0 and json.loads(replayed)["digest"] == rec["digest"]  # the facts are the counterexample
+
+
+def test_item8_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import harness
+
+    code, out, _ = run_main(capsys, "--version")
+    assert code == 0 and out.strip() == f"race-harness {harness.__version__}"
+
+
+@pytest.mark.parametrize("command", ["hunt", "replay", "live", "list"])
+def test_item8_every_command_lists_its_exit_codes(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_main(capsys, command, "--help")
+    assert code == 0
+    codes = out[out.index("exit codes"):]
+    for c in ("0 ", "2 ") if command == "list" else ("0 ", "1 ", "2 ", "130 "):
+        assert f"  {c}" in codes, (command, c)
+
+
+ALWAYS = '''
+import harness as h
+
+
+@h.scenario
+async def always(world: h.World, *, fixed: bool = False) -> None:
+    world.spawn("a", lambda: world.step("one step"))
+    world.at_end(lambda: False, "never holds")
+
+
+@h.scenario
+async def never(world: h.World, *, fixed: bool = False) -> None:
+    world.spawn("a", lambda: world.step("one step"))
+'''
+
+
+@pytest.mark.parametrize(
+    ("scenario", "variant", "code"),
+    [
+        ("always", "buggy", 0),  # the bug shows: what a buggy variant promises
+        ("always", "fixed", 1),  # a fixed variant that fails
+        ("never", "fixed", 0),
+        ("never", "buggy", 1),  # a buggy variant that never failed
+    ],
+)
+def test_item8_live_exits_as_hunt_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], scenario: str, variant: str, code: int
+) -> None:
+    (tmp_path / "live_toys.py").write_text(ALWAYS)
+    got, out, err = run_main(
+        capsys, "live", f"{tmp_path / 'live_toys.py'}:{scenario}", "--variant", variant, "--runs", "3", "--json"
+    )
+    assert got == code, (out, err)
+    assert json.loads(out)["expected"] is (code == 0)
+
+
+def test_item8_one_deviation_is_singular(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import harness as h
+    from tests.toys import lost_update
+
+    cx = h.explore(lost_update, strategy="random", budget=500).counterexample
+    assert cx is not None and cx.deviations == 1
+    path = cx.save(tmp_path / "one.json")
+    code, out, _ = run_main(capsys, "replay", str(path))
+    assert code == 0
+    assert "1 deviation," in out and "1 deviations" not in out

@@ -76,6 +76,7 @@ def test_help_lists_one_group_of_options(pytester: pytest.Pytester) -> None:
         (["--race-strategy=exhaustive:-1"], "exhaustive[:K>=0]"),
         (["--race-hunt=-3"], "--race-hunt=MINUTES"),
         (["--race-replay=nope.json"], "--race-replay=FILE"),
+        (["--race-replay=test_races.py"], "is not valid JSON"),
         (["-p", "no:cacheprovider", "--race-seed=last"], "no previous seed"),
     ],
 )

@@ -1,0 +1,150 @@
+"""Issue 12, items 1 and 2: Ctrl-C anywhere in a hunt keeps what was found and exits 130.
+
+In-process tests interrupt at a chosen execution (``interrupting.py`` raises
+SIGINT in its own process, which is what Ctrl-C does); the subprocess tests send
+real SIGINTs at instants spread over a whole hunt of a documented race.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import interrupting
+import pytest
+from cli_support import ROOT, json_lines, run_cli, run_main
+
+import harness as h
+from harness.explore import Counterexample
+
+FILE = Path(interrupting.__file__).resolve()
+TOY = f"{FILE}:order_violation"
+SWITCHES = f"{FILE}:two_switches"
+
+
+def _calibrate(token: str, scenario: object = interrupting.order_violation) -> tuple[int, int]:
+    """(runs of the search, runs in all) of the toy's hunt, counted by the toy itself."""
+    calls: list[int] = []
+    result = h.explore(
+        scenario, strategy="random", budget=3000, seed=2, token=token,  # type: ignore[arg-type]
+        progress=lambda n, f: calls.append(n),
+    )
+    assert result.runs == interrupting.executions(token)
+    return len(calls), result.runs
+
+
+def test_item1_ctrl_c_during_the_minimality_proof_keeps_the_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # two_switches needs 2 plan entries, so its proof runs the canonical run and then every 1-entry plan
+    search, total = _calibrate("calibrate-proof", interrupting.two_switches)
+    assert total > search + 10, "the toy's hunt has a proof with more than one run to interrupt"
+    at = search + 3  # inside the proof's 1-entry level
+    code, out, err = run_main(
+        capsys, "hunt", SWITCHES, "--strategy", "random", "--budget", "3000", "--seed", "2", "--json",
+        "--param", f"interrupt_at={at}", "--param", "token=proof", "--report-dir", str(tmp_path),
+    )
+    assert code == 130, err
+    [rec] = json_lines(out)
+    assert rec["verdict"] == "interrupted" and rec["found"] is True and rec["proved_minimal"] is not True
+    assert "interrupted: kept 1 counterexample" in err and "1 of them not proved minimal (interrupted)" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    saved = json.loads(Path(rec["trace"]).read_text())
+    assert saved["meta"]["minimality"] == "not proved minimal (interrupted)" and saved["proved_minimal"] is None
+    assert (tmp_path / "index.html").is_file()
+    again = Counterexample.load(rec["trace"]).replay()  # the saved trace replays to the same violation
+    assert again.violation is not None and again.violation.name == saved["violation"]["name"]
+    assert again.trace.digest() == saved["digest"]
+
+
+def test_item2_an_interrupted_hunt_never_exits_0_nor_says_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_main(
+        capsys, "hunt", TOY, "--variant", "fixed", "--strategy", "random", "--budget", "300",
+        "--param", "interrupt_at=5", "--param", "token=fixed", "--report-dir", str(tmp_path),
+    )
+    assert code == 130
+    assert "[interrupted]" in out and "[ok]" not in out
+    assert "interrupted: kept 0 counterexamples; the index of 1 search of 1 is" in err
+    assert (tmp_path / "index.html").is_file()
+
+
+def test_ctrl_c_between_searches_skips_the_rest_and_lists_what_ran(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    search, _ = _calibrate("calibrate-search")
+    code, out, err = run_main(
+        capsys, "hunt", TOY, "--variant", "both", "--strategy", "random", "--budget", "3000", "--seed", "2",
+        "--json", "--param", "token=both", "--param", f"interrupt_at={search - 1}", "--report-dir", str(tmp_path),
+    )
+    # the buggy search is stopped before its failing run; the fixed one never starts
+    assert code == 130
+    [rec] = json_lines(out)
+    assert rec["variant"] == "buggy" and rec["verdict"] == "interrupted"
+    assert "the index of 1 search of 2 is" in err
+
+
+def _spawn(report_dir: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness", "hunt", "volcano_deleted_jobs", "--variant", "buggy", "--json",
+         "--report-dir", str(report_dir)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals to a child")
+def test_a_second_ctrl_c_stops_at_once_and_leaves_no_half_written_file(tmp_path: Path) -> None:
+    proc = _spawn(tmp_path)
+    time.sleep(1.2)  # in the search or the shrink
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    for trace in tmp_path.glob("*.json"):
+        Counterexample.load(trace)  # complete, or not there at all
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals to a child")
+def test_sigint_at_a_dozen_instants_of_a_buggy_hunt_always_keeps_what_was_found(tmp_path: Path) -> None:
+    started = time.monotonic()
+    full = _spawn(tmp_path / "full")
+    out, err = full.communicate(timeout=120)
+    whole = time.monotonic() - started
+    assert full.returncode == 0, err
+    [reference] = json_lines(out)
+    oracle = json.loads(Path(reference["trace"]).read_text())["violation"]["name"]
+
+    # 14 instants from after start-up to near the end: the search, the shrink, the proof, the report
+    instants = [0.6 + i * (0.9 * whole - 0.6) / 13 for i in range(14)]
+    interrupted = found_before = 0
+    seen: list[tuple[float, int | None, bool]] = []  # (instant, exit code, found before it)
+    for i, at in enumerate(instants):
+        folder = tmp_path / f"at{i}"
+        proc = _spawn(folder)
+        time.sleep(at)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        seen.append((round(at, 2), proc.returncode, any(r["found"] for r in json_lines(out))))
+        if proc.returncode == 0:
+            continue  # it had finished (a slow start, a fast machine): nothing to interrupt
+        interrupted += 1
+        assert proc.returncode == 130, (at, err)
+        assert "interrupted" in err and "Traceback" not in err, (at, err)
+        for rec in json_lines(out):
+            if rec["found"]:
+                found_before += 1
+                replay = run_cli("replay", rec["trace"], "--json")
+                assert replay.returncode == 0, (at, replay.stderr)
+                saved = json.loads(Path(rec["trace"]).read_text())
+                assert saved["violation"]["name"] == oracle
+                assert json.loads(replay.stdout)["digest"] == saved["digest"]
+                assert (folder / "index.html").is_file()
+    assert interrupted >= 10, (whole, seen)
+    assert found_before >= 2, (whole, seen)  # some instants fell after the violation was found (shrink, proof, report)
