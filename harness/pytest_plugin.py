@@ -644,7 +644,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     found = distinct(state.findings)
     tr.write_line(
         f"seed {s.seed} ({OPT_SEED}={s.seed} or {OPT_SEED}=last to repeat); "
-        f"{len(state.entries)} searches, {len(state.findings)} with a violation, {len(found)} distinct"
+        f"{len(state.entries)} search{'' if len(state.entries) == 1 else 'es'}, "
+        f"{len(state.findings)} with a violation, {len(found)} distinct"
     )
     if s.hunt_minutes is not None or found:
         for sig, group in found.items():

@@ -235,5 +235,8 @@ def format_program(cx: Any, machine: type[RaceMachine] | None = None) -> str:
     lines.append("await state.teardown()")
     lines.append(f"# => {cx.violation.describe()}")
     cmd = cx.replay_command() if getattr(cx, "path", None) else "python -m harness replay <saved trace>"
-    lines.append(f"# {cx.deviations} deviations, {cx.steps} steps; replay: {cmd}")
+    lines.append(
+        f"# {cx.deviations} deviation{'' if cx.deviations == 1 else 's'}, "
+        f"{cx.steps} step{'' if cx.steps == 1 else 's'}; replay: {cmd}"
+    )
     return "\n".join(lines)
