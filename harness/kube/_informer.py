@@ -285,7 +285,7 @@ class Informer:
         ev, _t = self._stream[0]
         world = self._world
         head = f"{ev.type} {ev.object.key} rv={ev.object.resource_version}"
-        if world.fault("watch_drop", f"{self.name} watch drops before {head}; relists", key=ev.object.ref,
+        if world.fault("watch_drop", f"{self.name} watch drops before {head}", key=ev.object.ref,
                        default=self.watch_drops):
             self._stream.clear()
             self._needs_list = True

@@ -261,13 +261,15 @@ class LiveWorld:
                 me.idle = False
 
     # ------------------------------------------------------- yield points
-    async def step(self, label: str, *, key: str | None = None, rv: int | None = None) -> None:
-        """A checkpoint: Trio's scheduler decides who runs next."""
+    async def step(
+        self, label: str, *, key: str | None = None, rv: int | None = None, window: float = 0.0, follows: bool = False
+    ) -> None:
+        """A checkpoint: Trio's scheduler decides who runs next (``window``/``follows`` mean nothing live)."""
         await trio.sleep(0)
         me = self._me()
         self._record(me.name if me else "main", label, key, rv, "run")
 
-    async def sleep(self, seconds: float, label: str | None = None) -> None:
+    async def sleep(self, seconds: float, label: str | None = None, *, window: float = 0.0) -> None:
         """A real sleep of ``seconds * time_scale`` (with jitter)."""
         real = self._real(seconds)
         self._timed += 1
@@ -288,6 +290,7 @@ class LiveWorld:
         actor: str = "timer",
         key: str | None = None,
         rv: int | None = None,
+        window: float = 0.0,
     ) -> LiveTimerHandle:
         """Run ``fn()`` after ``delay`` virtual seconds, from a Trio task that really sleeps."""
         if self._nursery is None:
@@ -329,6 +332,31 @@ class LiveWorld:
     def choose(self, label: str, n: int) -> int:
         """Always 0: a plain test injects no faults and makes no data choices."""
         return 0
+
+    def call_at(
+        self,
+        when: float,
+        fn: Callable[[], object],
+        *,
+        label: str,
+        actor: str = "timer",
+        key: str | None = None,
+        rv: int | None = None,
+        latest: float | None = None,
+    ) -> LiveTimerHandle:
+        """``call_later`` at an absolute virtual time; a live run fires at the nominal time (plus real noise)."""
+        return self.call_later(max(0.0, when - self.now), fn, label=label, actor=actor, key=key, rv=rv)
+
+    #: a live run injects no faults
+    fault_kinds: frozenset[str] | None = frozenset()
+    max_window = 0.0
+
+    def fault_enabled(self, kind: str, default: bool = False) -> bool:
+        return False
+
+    def fault(self, kind: str, label: str, *, key: str | None = None, default: bool = False) -> bool:
+        """Never: a plain test injects no faults."""
+        return False
 
     def move_on_after(self, seconds: float) -> trio.CancelScope:
         """``trio.move_on_after`` in scaled real time."""

@@ -37,25 +37,33 @@ def failing_seeds(scenario: Scenario, seeds: int, *, stop_at_first: bool = True,
 
 
 class FaultChooser:
-    """Canonical schedule; takes option 1 of every data choice whose label starts with a prefix.
+    """Canonical schedule; fires every fault point whose label (as "fault: <label>") starts with a prefix.
 
-    ``once=True`` takes each fault only the first time it is offered.
+    ``once=True`` takes each fault only the first time it is offered. ``points``
+    lists every fault point passed, fired or not.
     """
-
-    wants_options = False
 
     def __init__(self, *prefixes: str, once: bool = True) -> None:
         self.prefixes = prefixes
         self.once = once
         self.taken: list[str] = []
+        self.points: list[str] = []
 
-    def choose(self, n: int, options: object, label: str) -> int:
-        if options is None and label.startswith(self.prefixes):
-            if self.once and any(t.startswith(label.split(" before ")[0]) for t in self.taken):
-                return 0
-            self.taken.append(label)
-            return 1
+    def schedule(self, options: object, now: float, can_wait: bool) -> int:
         return 0
+
+    def choose(self, n: int, point: object) -> int:
+        return 0
+
+    def fault(self, point: Any) -> bool:
+        label = f"fault: {point.label}"
+        self.points.append(label)
+        if label.startswith(self.prefixes):
+            if self.once and any(t.startswith(label.split(" before ")[0]) for t in self.taken):
+                return False
+            self.taken.append(label)
+            return True
+        return False
 
 
 def run_with(scenario: Scenario, chooser: object, **params: Any) -> RunOutcome:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kube_support import clean, run
+from kube_support import FaultChooser, run_with, clean, run
 
 from harness.kube import (
     AlreadyExists,
@@ -286,8 +286,9 @@ def test_transient_errors_are_a_choice_defaulting_to_success() -> None:
         world.state["stored"] = api.peek("Pod", "ns", "p") is not None
         world.state["errors"] = api.error_count(code=500)
 
-    canonical = clean(run(scenario))
-    assert [r.label for r in canonical.trace if r.kind == "choose"] == ["fault: create Pod ns/p fails"]
+    probe = FaultChooser()
+    clean(run_with(scenario, probe))
+    assert probe.points == ["fault: create Pod ns/p fails (timeout, no effect)"]
     # replay with the fault chosen: the request fails with no effect, and is counted
     boxes: list[dict[str, Any]] = []
 

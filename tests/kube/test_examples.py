@@ -56,7 +56,7 @@ def test_exhaustive_exploration_finds_the_races_and_proves_the_fixes() -> None:
     assert explore(delete_by_name, strategy="exhaustive", budget=Budget(runs=2000), use_uid=True).verdict == (
         "proved-clean"
     )
-    assert explore(stale_status_writers, strategy="exhaustive", budget=Budget(runs=2000), fixed=True).verdict == (
+    assert explore(stale_status_writers, strategy="exhaustive:1", budget=Budget(runs=20000), fixed=True).verdict == (
         "proved-clean"
     )
 

@@ -50,9 +50,10 @@ def crash_scenario(box: dict[str, Any]) -> Any:
 
 def test_crash_points_default_to_no_crash() -> None:
     box: dict[str, Any] = {}
-    out = clean(run(crash_scenario(box)))
+    probe = FaultChooser()
+    clean(run_with(crash_scenario(box), probe))
     assert box["proc"].crashes == 0 and box["final"].status == {"reconciled_by": 1}
-    assert [r.label for r in out.trace if r.kind == "choose"][:1] == ["fault: ctrl crashes before get Queue ns/q"]
+    assert probe.points[:1] == ["fault: ctrl crashes before get Queue ns/q"]
 
 
 def test_crash_loses_memory_and_restart_relists() -> None:
