@@ -539,7 +539,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     payloads = getattr(report, REPORT_ATTR, None)
     if not payloads:
         return
-    config = _CONFIG[0] if _CONFIG else None
+    config = _CONFIG[-1] if _CONFIG else None
     if config is None or _SETTINGS not in config.stash:
         return
     state = config.stash[_STATE]
@@ -552,12 +552,14 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         state.progress.advance(report.nodeid, payloads)
 
 
+#: the running sessions' configs, innermost last: a pytester session inside a test pushes its own and pops
+#: it when it ends, so the outer session's reports never go to the inner one's closed terminal
 _CONFIG: list[pytest.Config] = []
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    _CONFIG[:] = [session.config]
+    _CONFIG.append(session.config)
     config = session.config
     if _SETTINGS in config.stash and not _is_worker(config):
         config.stash[_STATE].progress = _Progress.open(config)
@@ -614,6 +616,8 @@ def _record(config: pytest.Config, state: _SessionState, p: dict[str, Any]) -> N
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
+    if session.config in _CONFIG:
+        _CONFIG.remove(session.config)
     if _SETTINGS not in config.stash:
         return
     state = config.stash[_STATE]

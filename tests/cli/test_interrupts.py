@@ -72,19 +72,20 @@ def test_item2_an_interrupted_hunt_never_exits_0_nor_says_ok(tmp_path: Path, cap
     assert (tmp_path / "index.html").is_file()
 
 
-def test_ctrl_c_between_searches_skips_the_rest_and_lists_what_ran(
+def test_ctrl_c_in_the_search_skips_the_remaining_searches_and_lists_what_ran(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    search, _ = _calibrate("calibrate-search")
+    first = h.explore(interrupting.order_violation, strategy="random", budget=3000, seed=2, token="calibrate-first")
+    assert first.first_found_run is not None and first.first_found_run > 3
     code, out, err = run_main(
         capsys, "hunt", TOY, "--variant", "both", "--strategy", "random", "--budget", "3000", "--seed", "2",
-        "--json", "--param", "token=both", "--param", f"interrupt_at={search - 1}", "--report-dir", str(tmp_path),
+        "--json", "--param", "token=both", "--param", "interrupt_at=2", "--report-dir", str(tmp_path),
     )
-    # the buggy search is stopped before its failing run; the fixed one never starts
+    # the buggy search stops before its failing run; the fixed one never starts
     assert code == 130
     [rec] = json_lines(out)
-    assert rec["variant"] == "buggy" and rec["verdict"] == "interrupted"
-    assert "the index of 1 search of 2 is" in err
+    assert rec["variant"] == "buggy" and rec["verdict"] == "interrupted" and rec["found"] is False
+    assert "interrupted: kept 0 counterexamples; the index of 1 search of 2 is" in err
 
 
 def _spawn(report_dir: Path) -> subprocess.Popen[str]:
