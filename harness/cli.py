@@ -376,7 +376,10 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
         if kept.index:
             console.print(f"report: {kept.index}", markup=False, highlight=False)
     if interrupted:
-        unproved = f", {len(kept.unproved)} of them not proved minimal (interrupted)" if kept.unproved else ""
+        unproved = ""
+        if kept.unproved:
+            some = "" if len(kept.traces) == 1 else f"{len(kept.unproved)} of them "
+            unproved = f", {some}not proved minimal (interrupted)"
         print(
             f"interrupted: kept {_n(len(kept.traces), 'counterexample')}"
             f"{' (' + ', '.join(kept.traces) + ')' if kept.traces else ''}{unproved}; "
@@ -468,8 +471,9 @@ def _hunt_one(
         html_path=html_path,
         seed=args.seed,
     )
-    outcome = result.outcome + ("; not proved minimal (interrupted)" if unproved and "interrupted" not in
-                                result.outcome.split(":")[-1] else "")
+    outcome = result.outcome
+    if unproved and "not proved minimal" not in outcome:
+        outcome += "; not proved minimal (interrupted)"
     if args.json:
         print(json.dumps(_json_line(entry, cx)), flush=True)
     elif console is not None:
