@@ -88,9 +88,9 @@ def test_ctrl_c_in_the_search_skips_the_remaining_searches_and_lists_what_ran(
     assert "interrupted: kept 0 counterexamples; the index of 1 search of 2 is" in err
 
 
-def _spawn(report_dir: Path) -> subprocess.Popen[str]:
+def _spawn(report_dir: Path, variant: str = "buggy") -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "harness", "hunt", "volcano_deleted_jobs", "--variant", "buggy", "--json",
+        [sys.executable, "-m", "harness", "hunt", "volcano_deleted_jobs", "--variant", variant, "--json",
          "--report-dir", str(report_dir)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
@@ -113,21 +113,22 @@ def test_a_second_ctrl_c_stops_at_once_and_leaves_no_half_written_file(tmp_path:
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals to a child")
 def test_sigint_at_a_dozen_instants_of_a_buggy_hunt_always_keeps_what_was_found(tmp_path: Path) -> None:
+    # the buggy variant (search, shrink, proof, report), then the fixed one (a search that finds nothing)
     started = time.monotonic()
-    full = _spawn(tmp_path / "full")
+    full = _spawn(tmp_path / "full", "both")
     out, err = full.communicate(timeout=120)
     whole = time.monotonic() - started
     assert full.returncode == 0, err
-    [reference] = json_lines(out)
+    reference, _ = json_lines(out)
     oracle = json.loads(Path(reference["trace"]).read_text())["violation"]["name"]
 
-    # 14 instants from after start-up to near the end: the search, the shrink, the proof, the report
+    # 14 instants from after start-up to near the end
     instants = [0.6 + i * (0.9 * whole - 0.6) / 13 for i in range(14)]
-    interrupted = found_before = 0
+    interrupted = found_before = in_fixed_search = 0
     seen: list[tuple[float, int | None, bool]] = []  # (instant, exit code, found before it)
     for i, at in enumerate(instants):
         folder = tmp_path / f"at{i}"
-        proc = _spawn(folder)
+        proc = _spawn(folder, "both")
         time.sleep(at)
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
@@ -136,9 +137,11 @@ def test_sigint_at_a_dozen_instants_of_a_buggy_hunt_always_keeps_what_was_found(
         if proc.returncode == 0:
             continue  # it had finished (a slow start, a fast machine): nothing to interrupt
         interrupted += 1
+        recs = json_lines(out)
+        in_fixed_search += len(recs) == 2 and recs[1]["verdict"] == "interrupted"
         assert proc.returncode == 130, (at, err)
         assert "interrupted" in err and "Traceback" not in err, (at, err)
-        for rec in json_lines(out):
+        for rec in recs:
             if rec["found"]:
                 found_before += 1
                 replay = run_cli("replay", rec["trace"], "--json")
@@ -148,4 +151,5 @@ def test_sigint_at_a_dozen_instants_of_a_buggy_hunt_always_keeps_what_was_found(
                 assert json.loads(replay.stdout)["digest"] == saved["digest"]
                 assert (folder / "index.html").is_file()
     assert interrupted >= 10, (whole, seen)
-    assert found_before >= 2, (whole, seen)  # some instants fell after the violation was found (shrink, proof, report)
+    assert found_before >= 2, (whole, seen)  # instants after the violation was found: shrink, proof, report
+    assert in_fixed_search >= 2, (whole, seen)  # and instants in a search
