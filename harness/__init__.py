@@ -34,24 +34,24 @@ from ._errors import UsageError as UsageError
 if TYPE_CHECKING:
     from .explore import PCT as PCT
     from .explore import Budget as Budget
+    from .explore import Canonical as Canonical
     from .explore import Counterexample as Counterexample
     from .explore import Exhaustive as Exhaustive
     from .explore import Hypothesis as Hypothesis
+    from .explore import Portfolio as Portfolio
     from .explore import Race as Race
     from .explore import Random as Random
     from .explore import Replay as Replay
     from .explore import Result as Result
     from .explore import explore as explore
     from .explore import scenario as scenario
-    from .explore import Canonical as Canonical
-    from .explore import Portfolio as Portfolio
     from .sim import Event as Event
     from .sim import Fault as Fault
     from .sim import Hold as Hold
     from .sim import Ident as Ident
-    from .sim import Pick as Pick
     from .sim import Limits as Limits
     from .sim import Lock as Lock
+    from .sim import Pick as Pick
     from .sim import Queue as Queue
     from .sim import Record as Record
     from .sim import Trace as Trace

@@ -947,7 +947,7 @@ def _search_portfolio(runner: _Runner, strat: Portfolio) -> tuple[RunOutcome | N
                 hyp_round += 1
             else:
                 it = rand if member == "random" else pct
-                found = runner.run_many(_take_until(it, lambda: runner.runs >= cap))
+                found = runner.run_many(_take_until(it, lambda cap=cap: runner.runs >= cap))
             if found is not None:
                 return found, member
 

@@ -19,10 +19,10 @@ from ._controller import Result as Result
 from ._errors import AlreadyExists as AlreadyExists
 from ._errors import ApiError as ApiError
 from ._errors import Conflict as Conflict
+from ._errors import Gone as Gone
 from ._errors import Invalid as Invalid
 from ._errors import NotFound as NotFound
 from ._errors import ProcessCrashed as ProcessCrashed
-from ._errors import Gone as Gone
 from ._errors import ServerTimeout as ServerTimeout
 from ._expectations import EXPECTATIONS_TIMEOUT as EXPECTATIONS_TIMEOUT
 from ._expectations import KRUISE_EXPECTATION_TIMEOUT as KRUISE_EXPECTATION_TIMEOUT

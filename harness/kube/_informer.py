@@ -68,7 +68,6 @@ from ._errors import Gone, NotFound
 from ._objects import KubeObject
 from ._process import ControllerProcess
 
-
 #: default ``max_lag``: seconds an informer event may come after its nominal time
 DEFAULT_MAX_LAG = 2.0
 #: client-go reflector backoff (``wait.NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0)``)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterable, Sequence
+
 from ._plan import Entry, Fault, Hold, Ident, Pick, canonical_plan
 from ._world import Option
 

@@ -253,9 +253,10 @@ async def late_crash(world: h.World, *, fixed: bool = False) -> None:
 
     def build(proc: ControllerProcess) -> None:
         async def run() -> None:
-            if proc.incarnation > 1 and not fixed:
-                if api.peek("Obj", "ns", "o4") is not None and api.peek("Obj", "ns", "o5") is None:
-                    return  # "o4 is the last of the first batch": wrongly assumes all are done
+            # buggy restart: "o4 is the last of the first batch", so it wrongly assumes all are done
+            if (proc.incarnation > 1 and not fixed and api.peek("Obj", "ns", "o4") is not None
+                    and api.peek("Obj", "ns", "o5") is None):
+                return
             for i in range(10):
                 if api.peek("Obj", "ns", f"o{i}") is None:
                     await api.create(KubeObject("Obj", "ns", f"o{i}"))

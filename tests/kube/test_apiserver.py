@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kube_support import FaultChooser, run_with, clean, run
+from kube_support import FaultChooser, clean, run, run_with
 
 from harness.kube import (
     AlreadyExists,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kube_support import FaultChooser, clean, run, run_with
+from kube_support import FaultChooser, clean, run_with
 
 from harness.kube import (
     APIServer,
