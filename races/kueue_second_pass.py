@@ -60,6 +60,11 @@ then ``offer``\\s the stale object, ``Heads`` returns a deleted workload, and it
 sequence always lands the delete inside the window, so the buggy variant fails in the
 canonical order (0 deviations); the flake upstream came from what the phantom did later.
 
+With informer lag explored (not placed), the #5587 fix is open at 0.3 s as well: one late
+delivery of the DELETED event moves the delete past ``takeAllReady`` into the residual window
+below, so both registered variants are known open; upstream closed it by re-reading the live
+Workload in the delayed callback (#15571), which this model does not implement yet.
+
 The residual window #5587 left open (``kueue_second_pass_residual``, known open): with the
 ``AfterEach`` 1 s after the node failure, the delete can land after ``takeAllReady`` has
 handed the entry to the scheduler and before ``requeueAndUpdate`` pre-queues it again; the
@@ -1013,6 +1018,9 @@ async def scenario(world: World, *, fixed: bool = False, teardown_after: float =
     await env.expect_admitted(NS_B, "wl1")
     await env.create_workload(NS_B, "wl2", pods=1, priority=2)
     await env.expect_admitted(NS_B, "wl1", "wl2")
+    # The suite ends here; the controllers would run on forever (a workload evicted by a late
+    # node event retries its second pass every second), so the run ends one timeout later.
+    world.horizon = world.now + TIMEOUT + 2.0
 
 
 RACES = [
@@ -1024,7 +1032,10 @@ RACES = [
         params={},
         budget=50,
         strategy="random",
-        known_open=False,
+        # With informer lag explored, the DELETED event of the 0.3 s AfterEach can arrive after
+        # takeAllReady: the residual window of #5587 (closed upstream by re-reading the live
+        # Workload in the delayed callback, #15571) is reachable here too.
+        known_open=True,
         key_events=(
             "patch Workload test-a/wl1",
             "delete Workload test-a/wl1",

@@ -451,14 +451,41 @@ class _Pools:
     """What a Hypothesis-drawn plan may name: the actions, fault points and data choices of the canonical run."""
 
     def __init__(self, chooser: PlanChooser) -> None:
-        self.held = [ident for ident, _n in chooser.decisions]
-        self.ran = list(chooser.ran)
-        self.faults = [ident for ident, _k in chooser.fault_points]
-        self.data = [(ident, n) for ident, n in chooser.data_points if n > 1]
+        self.held: list[Ident] = []
+        self.ran: list[Ident] = []
+        self.faults: list[Ident] = []
+        self.data: list[tuple[Ident, int]] = []
+        self._seen: set[tuple[str, Ident]] = set()
+        self.learn(chooser)
+
+    def learn(self, chooser: PlanChooser) -> None:
+        """Append what a run met that no earlier run did (its order: deterministic).
+
+        A drawn program (a RaceMachine's rules, a picked branch) spawns actions
+        the canonical run never had; the pools grow so later draws can name them.
+        Earlier indexes keep their meaning, so small draws still mean "early in
+        the canonical run".
+        """
+        for ident, _n in chooser.decisions:
+            self._add("held", ident, self.held, ident)
+        for ident in chooser.ran:
+            self._add("ran", ident, self.ran, ident)
+        for ident, _k in chooser.fault_points:
+            self._add("fault", ident, self.faults, ident)
+        for ident, n in chooser.data_points:
+            if n > 1:
+                self._add("data", ident, self.data, (ident, n))
+
+    def _add(self, pool: str, ident: Ident, into: list[Any], item: Any) -> None:
+        if (pool, ident) not in self._seen:
+            self._seen.add((pool, ident))
+            into.append(item)
 
     def plan(self, raw: list[tuple[int, int, int]]) -> tuple[Entry, ...]:
         out: dict[Any, Entry] = {}
-        for kind, a, b in raw:
+        kinds = [k for k, pool in ((0, self.held), (1, self.faults), (2, self.data)) if pool]
+        for drawn, a, b in raw:
+            kind = kinds[drawn % len(kinds)] if kinds else -1
             if kind == 0 and self.held:
                 what = self.held[a % len(self.held)]
                 until: Ident | None = None if b < 0 or not self.ran else self.ran[b % len(self.ran)]
@@ -497,6 +524,7 @@ def _search_hypothesis(runner: _Runner, strat: Hypothesis) -> RunOutcome | None:
 
 
 _CHUNK = 200
+_MIN_POOL_DRAW = 64  # room for what the canonical run never met
 
 
 def _hypothesis_chunk(runner: _Runner, pools: _Pools, seed: int, examples: int) -> RunOutcome | None:
@@ -506,12 +534,12 @@ def _hypothesis_chunk(runner: _Runner, pools: _Pools, seed: int, examples: int) 
 
     # Indexes are bounded by the pools (fixed for the search), so Hypothesis's preference for small
     # values means "early in the canonical run" and -1 (no until: as long as the window allows).
-    kinds = [k for k, pool in ((0, pools.held), (1, pools.faults), (2, pools.data)) if pool]
-    if not kinds:
+    # The pools grow as runs meet new actions; draws beyond a pool wrap around it.
+    if not (pools.held or pools.faults or pools.data):
         return None
-    size = max(len(pools.held), len(pools.faults), len(pools.data), 1)
-    until = st.just(-1) | st.integers(0, max(0, len(pools.ran) - 1))
-    entry = st.tuples(st.sampled_from(kinds), st.integers(0, size - 1), until)
+    size = max(len(pools.held), len(pools.faults), len(pools.data), _MIN_POOL_DRAW)
+    until = st.just(-1) | st.integers(0, max(_MIN_POOL_DRAW, 2 * len(pools.ran)) - 1)
+    entry = st.tuples(st.integers(0, 2), st.integers(0, 2 * size - 1), until)
 
     @hseed(seed)
     @settings(
@@ -529,9 +557,11 @@ def _hypothesis_chunk(runner: _Runner, pools: _Pools, seed: int, examples: int) 
     def search(raw: list[tuple[int, int, int]]) -> None:
         if runner.exhausted():
             return
-        out = runner.run(PlanChooser(pools.plan(raw)))
+        chooser = PlanChooser(pools.plan(raw))
+        out = runner.run(chooser)
         if _failed(out):
             raise _Found(out)
+        pools.learn(chooser)
 
     try:
         search()

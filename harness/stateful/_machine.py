@@ -108,7 +108,7 @@ class RaceMachine:
     max_rules: ClassVar[int] = 4
     #: let the cluster settle (no enabled action but timers) between rules? (default: no)
     fixed: ClassVar[bool] = False
-    #: default search budget of ``TestCase`` (Hypothesis examples)
+    #: default search budget of ``TestCase`` (runs of the default portfolio, capped by Hypothesis' max_examples)
     budget: ClassVar[int] = 300
 
     def __init__(self, world: World, **params: Any) -> None:
@@ -186,9 +186,7 @@ class RaceMachine:
                 current = settings()
                 seed = 0 if current.derandomize else None
                 budget = min(current.max_examples, machine.budget) if current.max_examples else machine.budget
-                result = explore(
-                    machine.scenario, strategy="hypothesis", budget=budget, seed=seed or 0, fixed=machine.fixed
-                )
+                result = explore(machine.scenario, budget=budget, seed=seed or 0, fixed=machine.fixed)
                 if result.counterexample is not None:
                     raise AssertionError(format_program(result.counterexample, machine))
 

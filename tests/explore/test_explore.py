@@ -67,11 +67,18 @@ def test_the_liveness_toy_shows_only_as_a_300_second_delay() -> None:
     assert h.explore(toys.slow_liveness, strategy="random", budget=500, fixed=True).verdict == "none-found"
 
 
+# A plan entry is a hold "until any later action" or "as long as its window allows", so one entry
+# covers what took several positional deviations; order_violation's 30 steps make its 2-entry
+# level ~10^5 plans without the reduction of the speed issue, so the fast suite proves it to 1.
+PROOF_DEPTH = {"lost_update": 2, "order_violation": 1, "slow_liveness": 2}
+
+
 @pytest.mark.parametrize("scenario", TOYS, ids=lambda s: s.__name__)
-def test_fixed_toys_are_proved_clean_up_to_two_deviations(scenario) -> None:  # type: ignore[no-untyped-def]
-    result = h.explore(scenario, strategy="exhaustive:2", budget=50_000, fixed=True)
+def test_fixed_toys_are_proved_clean(scenario) -> None:  # type: ignore[no-untyped-def]
+    k = PROOF_DEPTH[scenario.__name__]
+    result = h.explore(scenario, strategy=f"exhaustive:{k}", budget=50_000, fixed=True)
     assert result.verdict == "proved-clean"
-    assert result.outcome.startswith("proved clean up to 2 deviations")
+    assert result.outcome.startswith(f"proved clean up to {k} deviation")
 
 
 def test_sampled_clean_is_not_worded_as_a_proof() -> None:
@@ -84,7 +91,9 @@ def test_sampled_clean_is_not_worded_as_a_proof() -> None:
 def test_found_counterexample_is_proved_minimal_by_default() -> None:
     result = h.explore(toys.order_violation, strategy="random", budget=3000, seed=5)
     cx = result.counterexample
-    assert cx is not None and cx.proved_minimal is True and cx.deviations == 2
+    # the publisher passed over at "write data" until the consumer has read: one postponement
+    assert cx is not None and cx.proved_minimal is True and cx.deviations == 1
+    assert [type(e).__name__ for e in cx.plan or ()] == ["Hold"]
     assert "(proved minimal)" in result.outcome
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import harness
+from harness.kube import _informer as informer_module
 from harness.kube import KubeObject
 from harness.sim import ReplayChooser, RunOutcome
 from races import REGISTRY
@@ -55,7 +56,8 @@ def _run(choices: list[int], **params: Any) -> RunOutcome:
 def test_registered_with_upstream_reference() -> None:
     assert REGISTRY["kueue_second_pass"] is RACE and REGISTRY["kueue_second_pass_residual"] is RESIDUAL
     assert RACE.upstream == "kubernetes-sigs/kueue#5511 (fix PR #5587, c5eaee29)"
-    assert not RACE.known_open and RESIDUAL.known_open
+    # under explored informer lag the #5587 fix's residual window is reachable at 0.3 s too
+    assert RACE.known_open and RESIDUAL.known_open
     assert RESIDUAL.params == {"teardown_after": 1.0}
 
 
@@ -121,9 +123,16 @@ def test_canonical_run_serves_the_stale_entry_when_the_timer_fires() -> None:
 
 
 # ------------------------------------------------------------ fixed variant
-def test_fixed_clean_under_the_same_budget_and_proved_to_two_deviations() -> None:
-    assert harness.explore(scenario, strategy="random", budget=RACE.budget, seed=0, fixed=True).verdict == "none-found"
-    assert harness.explore(scenario, strategy="exhaustive:2", budget=5000, fixed=True).verdict == "proved-clean"
+def test_fixed_is_clean_without_lag_and_open_with_one_late_delete(monkeypatch: pytest.MonkeyPatch) -> None:
+    """#5587 closes the 1 s window; one late DELETED delivery reaches its residual window (#15571)."""
+    with monkeypatch.context() as m:
+        m.setattr(informer_module, "DEFAULT_MAX_LAG", 0.0)
+        no_lag = harness.explore(scenario, strategy="exhaustive:1", budget=5000, fixed=True)
+    assert no_lag.verdict == "proved-clean", no_lag.outcome
+    lag = harness.explore(scenario, strategy="exhaustive:1", budget=5000, fixed=True)
+    cx = lag.counterexample
+    assert cx is not None and cx.deviations == 1 and cx.proved_minimal is True
+    assert cx.violation.name == SAFETY
 
 
 def test_fixed_canonical_run_admits_both_test_b_workloads() -> None:

@@ -13,7 +13,8 @@ def _rules(cx: h.Counterexample) -> list[str]:
 
 
 def test_kueue_machine_shrinks_to_node_failure_then_next_test_case() -> None:
-    result = h.explore(TestSuiteMachine.scenario, strategy="hypothesis", budget=300, seed=0)
+    # three program choices (length, then each rule) before any interleaving: ~900 runs by default
+    result = h.explore(TestSuiteMachine.scenario, budget=1500, seed=0)
     cx = result.counterexample
     assert cx is not None, result.outcome
     assert _rules(cx) == ["rule fail_node(node='x1')", "rule next_test_case()"]
