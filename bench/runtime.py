@@ -50,19 +50,20 @@ def scheduler_loop(actors: int, steps: int) -> float:
     Same work per switch as the harness minus Trio and oracles: pick an index
     among the ready coroutines with the same chooser, record a trace record.
     """
-    from harness.sim import Record
+    from harness.sim import Option, Record
 
     async def actor() -> None:
         for _ in range(steps):
             await _yield()
 
     ready = [actor() for _ in range(actors)]
+    options = [Option(f"a{k}", "s", None) for k in range(actors)]
     chooser = RandomChooser(0)
     trace: list[Record] = []
     t = time.perf_counter()
     while ready:
         n = len(ready)
-        i = chooser.choose(n, None, "schedule") if n > 1 else 0
+        i = chooser.schedule(options[:n], 0.0, False) if n > 1 else 0
         c = ready[i]
         trace.append(Record(len(trace) + 1, 0.0, "a", "s", None, None, i, n, "run"))
         try:

@@ -413,7 +413,7 @@ class RaceFixture:
             theirs = f"{cx.scenario}({_fmt(cx.params)})"
             if mine != theirs:
                 pytest.skip(f"{OPT_REPLAY} replays {theirs}; this test explores {mine}")
-            strat, b, params = Replay(tuple(cx.choices)), 1, dict(cx.params)
+            strat, b, params = Replay(tuple(cx.choices), cx.plan, cx.proved_minimal, cx.proof), 1, dict(cx.params)
             params["faults"] = cx.faults
         result = explore(scenario, strategy=strat, budget=b, seed=self.seed, **params)
         self.results.append(result)

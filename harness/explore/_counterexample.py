@@ -197,6 +197,8 @@ class Counterexample:
     def program(self, *, context: int = 1) -> str:
         """The minimal step program: every deviation with the steps around it."""
         lines = [f"scenario {self.scenario}({_fmt_params(self.params)})"]
+        # the plan is what the counterexample *is*; the marked steps below are where it acted
+        lines.extend(f"  plan: {e.describe()}" for e in self.plan or ())
         keep: set[int] = set()
         recs = list(self.trace)
         for i, r in enumerate(recs):

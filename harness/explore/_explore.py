@@ -162,7 +162,16 @@ class Canonical(Strategy):
 
 @dataclass(frozen=True)
 class Replay(Strategy):
+    """One run of a stored counterexample: its plan when it has one, else its positional choices.
+
+    What the stored file says about minimality carries over (``proved``, ``proof``): a replay
+    reruns a counterexample, it does not search or shrink it again.
+    """
+
     choices: tuple[int, ...] = ()
+    plan: tuple[Entry, ...] | None = None
+    proved: bool | None = None
+    proof: str = ""
     name = "replay"
 
 
@@ -885,7 +894,11 @@ def explore(
             out = runner.run(PlanChooser())
             found, found_plan = (out, ()) if _failed(out) else (None, None)
         elif isinstance(strat, Replay):
-            out = runner.run(ReplayChooser(list(strat.choices)))
+            if strat.plan is not None:
+                out = runner.run(PlanChooser(strat.plan))
+                found_plan = strat.plan
+            else:
+                out = runner.run(ReplayChooser(list(strat.choices)))
             found = out if _failed(out) else None
         else:  # pragma: no cover - make_strategy guards this
             raise UsageError(f"unknown strategy {strat!r}")
@@ -901,6 +914,8 @@ def explore(
         best = _Minimum(found, found_plan, None, "not proved minimal (interrupted)")
         if isinstance(strat, (Exhaustive, Canonical)) and found_plan is not None:
             best = _Minimum(found, found_plan, True, "proved minimal")
+        elif isinstance(strat, Replay):
+            best = _Minimum(found, found_plan, strat.proved, strat.proof or "not proved minimal (a replay)")
         elif not runner.interrupted and not isinstance(strat, Replay):
             try:
                 best = minimize(

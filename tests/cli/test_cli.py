@@ -120,7 +120,8 @@ def test_readme_python_example_prints_what_it_says() -> None:
     code = readme[readme.index("import harness as h") : readme.index("cx = result.counterexample")]
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert "in 1 deviation (proved minimal), 8 steps" in proc.stdout
-    assert "b: start b  <- choice 1 of 2, instead of 'a: start a'" in proc.stdout
+    assert "  plan: hold 'a: write x' as long as its window allows" in proc.stdout
+    assert "b: write x [x]  <- choice 1 of 2, instead of 'a: write x'" in proc.stdout
 
 
 # ------------------------------------------------------------------ issue 12, items 3, 4 and 8
