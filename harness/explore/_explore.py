@@ -36,6 +36,7 @@ the same counterexample whichever seed or strategy found the bug.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 import re
@@ -971,7 +972,7 @@ def _search_portfolio(runner: _Runner, strat: Portfolio) -> tuple[RunOutcome | N
     pct = _pct_choosers(runner, PCT(strat.seed ^ 0x9E37, 3), seen)
     pools: _Pools | None = None
     hyp_round = 0
-    for _ in itertools.count():
+    while True:
         for member in ("random", "pct", "hypothesis"):
             if runner.exhausted():
                 return None, None
@@ -992,9 +993,13 @@ def _search_portfolio(runner: _Runner, strat: Portfolio) -> tuple[RunOutcome | N
                 hyp_round += 1
             else:
                 it = rand if member == "random" else pct
-                found = runner.run_many(_take_until(it, lambda cap=cap: runner.runs >= cap))
+                found = runner.run_many(_take_until(it, functools.partial(_reached, runner, cap)))
             if found is not None:
                 return found, member
+
+
+def _reached(runner: _Runner, cap: int) -> bool:
+    return runner.runs >= cap
 
 
 def _remaining(runner: _Runner) -> int:

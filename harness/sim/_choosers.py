@@ -261,7 +261,7 @@ class PlanChooser:
         idx = self._pick(options, now, can_wait, held)
         if idx == len(options):
             self.wait_until = min(
-                (h.until for x in held if isinstance((h := self._holds[x]).until, float)),  # type: ignore[misc]
+                (h.until for x in held if isinstance((h := self._holds[x]).until, float)),
                 default=math.inf,
             )
             for x in held:
@@ -334,9 +334,9 @@ class ConvertingChooser(PlanChooser):
             if p >= n:  # the chosen action is itself held: its hold is over by now
                 self._holds.pop(chosen, None)
                 continue
-            x = options[p].ident
-            assert x is not None
-            self._holds[x] = Hold(x, chosen)
+            other = options[p].ident
+            assert other is not None
+            self._holds[other] = Hold(other, chosen)
         self._ran_one(options, actual, [], can_wait)
         return actual
 

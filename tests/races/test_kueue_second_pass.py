@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 import harness
-from harness.kube import _informer as informer_module
 from harness.kube import KubeObject
+from harness.kube import _informer as informer_module
 from harness.sim import ReplayChooser, RunOutcome
 from races import REGISTRY
 from races.kueue_second_pass import (
