@@ -1,4 +1,4 @@
-"""Budgets and strategy specs, checked in one place for the CLI, the pytest plugin and ``explore()``.
+"""Budgets, strategy specs and fault kinds, checked in one place for the CLI, the pytest plugin and ``explore()``.
 
 Pure Python with no imports beyond the standard library, so the pytest plugin
 can check ``--race-budget`` and ``--race-strategy`` at configure time without
@@ -65,3 +65,49 @@ def parse_strategy(spec: str) -> tuple[str, int | None]:
     if form is not None and re.fullmatch(r"-?\d+", arg) and int(arg) >= form[1]:
         return name, int(arg)
     raise UsageError(f"strategy {spec!r} is not valid; use one of {STRATEGY_FORMS}")
+
+
+#: the fault kinds the kube layer places (``world.fault(kind, ...)``); see README "Time, lag and faults"
+FAULT_KINDS = (
+    "crash",
+    "transient_error",
+    "ambiguous_write",
+    "stale_read",
+    "watch_drop",
+    "watch_end",
+    "compaction",
+    "duplicate",
+)
+
+#: the accepted fault forms, as every fault error message states them
+FAULT_FORMS = (
+    "'default' (each model's own fault flags), 'all', 'none', or a comma-separated list of kinds from "
+    + ", ".join(FAULT_KINDS)
+)
+
+
+def parse_fault_spec(value: str | list[str] | tuple[str, ...]) -> frozenset[str] | None:
+    """``"default"`` -> None; ``"all"`` -> ``{"*"}``; ``"none"`` -> ``{}``; ``"crash,watch_drop"`` -> those kinds.
+
+    A kind this project does not place is refused (a typo would otherwise turn
+    faults silently off). A model with kinds of its own passes them to
+    ``explore(faults=frozenset(...))``, which takes any kinds.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        if text in ("", "default"):
+            return None
+        if text == "all":
+            return frozenset({"*"})
+        if text == "none":
+            return frozenset()
+        items = [t.strip() for t in text.split(",")]
+    else:
+        items = [str(t).strip() for t in value]
+    bad = [t for t in items if t not in FAULT_KINDS]
+    if bad or not items:
+        raise UsageError(
+            f"fault kinds {value!r} are not valid{f' ({bad[0]!r} is not a kind)' if bad and bad[0] else ''}: "
+            f"use {FAULT_FORMS}"
+        )
+    return frozenset(items)

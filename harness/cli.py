@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 
 from ._errors import HarnessError, ReplayDivergence, TraceFileError, UsageError
 from ._interrupt import EXIT_INTERRUPTED, sigint_requests_stop, stop_requested
+from ._options import FAULT_KINDS
 
 PROG = "python -m harness"
 
@@ -102,6 +103,13 @@ def _parser() -> _Parser:
     h.add_argument("--strategy", default=None, help="portfolio, random, pct[:DEPTH], hypothesis, exhaustive[:K], "
                    "canonical (default: per race)")
     h.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
+    h.add_argument(
+        "--faults",
+        default="default",
+        metavar="KINDS",
+        help="fault kinds the search may place: default (each race's own), all, none, or e.g. crash,watch_drop "
+        f"(kinds: {', '.join(FAULT_KINDS)})",
+    )
     h.add_argument("--budget", default=None, help="RUNS (e.g. 500) or SECONDSs (e.g. 30s); default: per race")
     h.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
     h.add_argument("--report-dir", default="reports", metavar="DIR", help="where traces and HTML go (default reports/)")
@@ -323,12 +331,13 @@ def _hunt(args: argparse.Namespace) -> int:
 def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
     from races import REGISTRY
 
-    from ._options import parse_strategy
+    from ._options import parse_fault_spec, parse_strategy
     from .explore import Budget
 
     budget = Budget.parse(args.budget) if args.budget is not None else None
     if args.strategy is not None:
         parse_strategy(args.strategy)
+    args.faults_parsed = parse_fault_spec(args.faults)
     targets = _resolve_targets(list(args.targets) or list(REGISTRY), args.variant, args.param, live=False)
     out_dir = _check_report_dir(args.report_dir)
 
@@ -411,6 +420,7 @@ def _hunt_one(
             budget=run_budget,
             seed=args.seed,
             progress=hook,
+            **({"faults": args.faults_parsed} if args.faults_parsed is not None else {}),
             **t.params_by_variant[variant],
         )
     finally:

@@ -48,7 +48,7 @@ from typing import Any
 from .._errors import UsageError
 from .._interrupt import stop_requested
 from .._options import STRATEGY_FORMS as _STRATEGY_FORMS
-from .._options import parse_budget, parse_strategy
+from .._options import parse_budget, parse_fault_spec, parse_strategy
 from ..sim import (
     ConvertingChooser,
     Entry,
@@ -207,29 +207,16 @@ def make_strategy(spec: str | Strategy, *, seed: int = 0) -> Strategy:
 
 # ------------------------------------------------------------------ faults
 def parse_faults(spec: str | Sequence[str] | frozenset[str] | None) -> frozenset[str] | None:
-    """``"default"``/None (each component's own flags), ``"all"``, ``"none"``, or ``"crash,watch_drop"``."""
+    """``"default"``/None (each component's own flags), ``"all"``, ``"none"``, or ``"crash,watch_drop"``.
+
+    A frozenset is taken as it is (a model may place kinds of its own); text and
+    lists are checked against the kinds this project places.
+    """
     if spec is None:
         return None
     if isinstance(spec, frozenset):
         return spec
-    if isinstance(spec, str):
-        text = spec.strip()
-        if text in ("", "default"):
-            return None
-        if text == "all":
-            return frozenset({"*"})
-        if text == "none":
-            return frozenset()
-        items = [t.strip() for t in text.split(",")]
-    else:
-        items = [str(t).strip() for t in spec]
-    bad = [t for t in items if not re.fullmatch(r"[a-z][a-z0-9_]*", t)]
-    if bad or not items:
-        raise UsageError(
-            f"fault kinds {spec!r} are not 'all', 'none', 'default' or a comma-separated list of kinds such as "
-            "'crash,watch_drop'"
-        )
-    return frozenset(items)
+    return parse_fault_spec(spec if isinstance(spec, str) else list(spec))
 
 
 def describe_faults(kinds: frozenset[str] | None) -> str:

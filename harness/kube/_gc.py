@@ -27,7 +27,7 @@ from harness.sim import World
 
 from ._apiserver import FOREGROUND_FINALIZER, ORPHAN_FINALIZER, APIServer
 from ._controller import Controller, Result
-from ._errors import Conflict, NotFound
+from ._errors import ApiError, Conflict, NotFound
 from ._informer import DeletedFinalStateUnknown, Informer
 from ._objects import KubeObject
 from ._process import ControllerProcess
@@ -58,8 +58,10 @@ class GarbageCollector:
         ]
         for inf in self.informers:
             inf.add_event_handler(self._on_upsert, lambda _old, new: self._on_upsert(new), self._on_delete)
+        # attemptToDeleteItem's errors (a 409, a timeout, a throttled request) are requeued
+        # rate-limited, as garbagecollector.go's processAttemptToDeleteWorker does
         self.controller: Controller[tuple[str, str]] = Controller(
-            world, name, self._attempt, workers=workers, error_types=(Conflict,), process=process
+            world, name, self._attempt, workers=workers, error_types=(ApiError,), process=process
         )
         self.deletes = 0
 

@@ -826,9 +826,16 @@ class World:
         StatefulSet ns/x"); it names the fault in plans and reports. Strategies
         place faults under a budget, so a late fault point is as likely as an
         early one.
+
+        The scenario's own actor (``main``: the test that builds the cluster and
+        plays the user) gets no fault points: a fault in the test's setup is a
+        broken test, not a controller bug. A model that wants the user's
+        requests to fail spawns the user as an actor of its own.
         """
         kinds = self.fault_kinds
         if not (default if kinds is None else (kind in kinds or "*" in kinds)):
+            return False
+        if self._who() == "main":
             return False
         self._fault_points[kind] = self._fault_points.get(kind, 0) + 1
         point = self._point(label, key)

