@@ -105,9 +105,10 @@ def _parser() -> _Parser:
     h.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
     h.add_argument(
         "--faults",
-        default="default",
+        default=None,
         metavar="KINDS",
-        help="fault kinds the search may place: default (each race's own), all, none, or e.g. crash,watch_drop "
+        help="fault kinds the search may place: all, none, default (each component's own flags) or e.g. "
+        "crash,watch_drop; without it, each registered race's own choice (README's races table) "
         f"(kinds: {', '.join(FAULT_KINDS)})",
     )
     h.add_argument("--budget", default=None, help="RUNS (e.g. 500) or SECONDSs (e.g. 30s); default: per race")
@@ -236,6 +237,7 @@ class _Target:
     known_open: bool = False
     budget: int | None = None
     strategy: str | None = None
+    faults: str | None = None  # a registered race's own fault kinds
     params_by_variant: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
@@ -262,7 +264,7 @@ def _resolve_targets(names: Sequence[str], variant: str | None, param_items: Seq
                 variants = ["fixed" if params["fixed"] else "buggy"]
             t = _Target(
                 name, race.scenario, {**race.params, **params}, variants, race, race.title, race.upstream,
-                race.known_open, race.budget, race.strategy,
+                race.known_open, race.budget, race.strategy, race.faults,
             )
         else:
             fn = resolve(name, error=UsageError, source="the command line")
@@ -337,7 +339,7 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
     budget = Budget.parse(args.budget) if args.budget is not None else None
     if args.strategy is not None:
         parse_strategy(args.strategy)
-    args.faults_parsed = parse_fault_spec(args.faults)
+    args.faults_parsed = parse_fault_spec(args.faults) if args.faults is not None else None
     targets = _resolve_targets(list(args.targets) or list(REGISTRY), args.variant, args.param, live=False)
     out_dir = _check_report_dir(args.report_dir)
 
@@ -420,7 +422,7 @@ def _hunt_one(
             budget=run_budget,
             seed=args.seed,
             progress=hook,
-            **({"faults": args.faults_parsed} if args.faults_parsed is not None else {}),
+            faults=args.faults_parsed if args.faults is not None else t.faults,
             **t.params_by_variant[variant],
         )
     finally:
@@ -564,6 +566,8 @@ def _json_line(e: Any, cx: Any) -> dict[str, Any]:
         "report": e.html_path,
         "digest": None if cx is None else cx.digest(),
         "known_open": e.known_open,
+        "proof": None if cx is None else cx.proof,
+        "outcome": e.outcome,  # states the space: deviations counted, lag windows, fault kinds
     }
 
 

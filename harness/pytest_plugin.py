@@ -20,6 +20,7 @@ Options (one group ``race``; each has an ini twin ``race_seed``, ...)::
 
     --race-seed=N|random|last   --race-budget=RUNS|SECONDSs   --race-strategy=NAME
     --race-hunt=MINUTES         --race-report=DIR             --race-replay=FILE
+    --race-faults=KINDS
 
 xdist (the documented way, as pytest-randomly and pytest-cov do it): the
 controller chooses the seed and passes it in ``workerinput``; every test's
@@ -48,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ._errors import HarnessError
-from ._options import BUDGET_FORMS, STRATEGY_FORMS, parse_budget, parse_strategy
+from ._options import BUDGET_FORMS, FAULT_FORMS, STRATEGY_FORMS, parse_budget, parse_fault_spec, parse_strategy
 
 if TYPE_CHECKING:
     from .explore import Budget, Counterexample, Result
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 OPT_SEED = "--race-seed"
 OPT_BUDGET = "--race-budget"
 OPT_STRATEGY = "--race-strategy"
+OPT_FAULTS = "--race-faults"
 OPT_HUNT = "--race-hunt"
 OPT_REPORT = "--race-report"
 OPT_REPLAY = "--race-replay"
@@ -102,6 +104,13 @@ _OPTIONS: dict[str, tuple[str, str, str, str]] = {
         "race_strategy",
         "NAME",
         f"search strategy of race tests: {_STRATEGY_FORM}. Default: {DEFAULT_STRATEGY}.",
+    ),
+    OPT_FAULTS: (
+        "race_faults",
+        "race_faults",
+        "KINDS",
+        "fault kinds race tests may place, unless a test names its own: all, none, default (each component's "
+        "own flags) or a comma-separated list such as crash,watch_drop. Default: each test's own.",
     ),
     OPT_HUNT: (
         "race_hunt",
@@ -148,6 +157,7 @@ class RaceSettings:
     report_dir: Path
     replay: Path | None
     shards: int
+    faults: str | None = None  # --race-faults, checked; None: each test's own
 
 
 def _raw(config: pytest.Config, opt: str) -> str | None:
@@ -189,6 +199,12 @@ def _parse_settings(config: pytest.Config) -> RaceSettings:
         parse_strategy(strategy)
     except HarnessError:
         raise _usage(OPT_STRATEGY, strategy, f"NAME with NAME one of {STRATEGY_FORMS}") from None
+    faults = _raw(config, OPT_FAULTS)
+    if faults is not None:
+        try:
+            parse_fault_spec(faults)
+        except HarnessError:
+            raise _usage(OPT_FAULTS, faults, FAULT_FORMS) from None
     hunt_text = _raw(config, OPT_HUNT)
     hunt: float | None = None
     if hunt_text is not None:
@@ -224,7 +240,7 @@ def _parse_settings(config: pytest.Config) -> RaceSettings:
     report = Path(_raw(config, OPT_REPORT) or DEFAULT_REPORT_DIR)
     if not report.is_absolute():
         report = Path(str(config.rootpath)) / report
-    return RaceSettings(seed, source, budget, strategy, hunt, report, replay, int(shards_text))
+    return RaceSettings(seed, source, budget, strategy, hunt, report, replay, int(shards_text), faults)
 
 
 _SETTINGS = pytest.StashKey[RaceSettings]()
@@ -415,6 +431,8 @@ class RaceFixture:
                 pytest.skip(f"{OPT_REPLAY} replays {theirs}; this test explores {mine}")
             strat, b, params = Replay(tuple(cx.choices), cx.plan, cx.proved_minimal, cx.proof), 1, dict(cx.params)
             params["faults"] = cx.faults
+        if s.faults is not None and "faults" not in params:
+            params["faults"] = s.faults
         result = explore(scenario, strategy=strat, budget=b, seed=self.seed, **params)
         self.results.append(result)
         self._request.node.user_properties.extend(

@@ -83,6 +83,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.kube import (
+    ApiError,
     APIServer,
     Controller,
     DeletedFinalStateUnknown,
@@ -657,7 +658,7 @@ class Scheduler:
             else:
                 try:
                     await self.api.get("Namespace", "", w.obj.namespace)
-                except NotFound as err:
+                except ApiError as err:  # any error, as scheduler.go's nominate: the entry is inadmissible
                     e.inadmissible_msg = f"Could not obtain workload namespace: {err}"
                 else:
                     self.get_assignments(e, cq, snap)

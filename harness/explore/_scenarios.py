@@ -104,6 +104,9 @@ class Race:
     budget: int = 2000  # runs the default hunt may spend per variant
     strategy: str = "random"
     known_open: bool = False
+    #: the fault kinds its hunt places (``--faults`` form): "all" once its fixed variant was checked
+    #: clean under them; "default" leaves each component's own flags
+    faults: str = "default"
     #: words a maintainer would expect in the minimal counterexample, in order
     key_events: tuple[str, ...] = ()
 

@@ -291,3 +291,20 @@ def test_item8_one_deviation_is_singular(tmp_path: Path, capsys: pytest.CaptureF
     code, out, _ = run_main(capsys, "replay", str(path))
     assert code == 0
     assert "1 deviation," in out and "1 deviations" not in out
+
+
+def test_hunt_faults_option_is_checked_before_anything_runs(tmp_path: Path) -> None:
+    proc = run_cli("hunt", "kruise_imagepulljob", "--faults", "watchdrop", "--report-dir", str(tmp_path))
+    assert proc.returncode == 2
+    assert "'watchdrop' is not a kind" in proc.stderr and "watch_drop" in proc.stderr
+    assert "Traceback" not in proc.stderr and not list(tmp_path.iterdir())
+
+
+def test_hunt_faults_all_is_stated_in_the_outcome(tmp_path: Path) -> None:
+    proc = run_cli(
+        "hunt", "volcano_gang_close", "--variant", "fixed", "--faults", "all", "--budget", "20", "--json",
+        "--report-dir", str(tmp_path),
+    )
+    assert proc.returncode == 0, proc.stderr
+    line = json.loads(proc.stdout.splitlines()[0])
+    assert "every fault kind" in line["outcome"] and line["found"] is False

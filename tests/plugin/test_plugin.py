@@ -75,6 +75,7 @@ def test_help_lists_one_group_of_options(pytester: pytest.Pytester) -> None:
         (["--race-strategy=pct:0"], "--race-strategy=NAME with NAME one of portfolio, random, pct[:DEPTH>=1]"),
         (["--race-strategy=exhaustive:-1"], "exhaustive[:K>=0]"),
         (["--race-hunt=-3"], "--race-hunt=MINUTES"),
+        (["--race-faults=crashes"], "--race-faults='crashes' is not valid: use"),
         (["--race-replay=nope.json"], "--race-replay=FILE"),
         (["--race-replay=test_races.py"], "is not valid JSON"),
         (["-p", "no:cacheprovider", "--race-seed=last"], "no previous seed"),
@@ -90,6 +91,25 @@ def test_ini_options_mirror_the_command_line(ptr: pytest.Pytester) -> None:
     ptr.makeini("[pytest]\nrace_seed = 4242\nrace_budget = 20\n")
     result = ptr.runpytest("-k", "fixed")
     result.stdout.fnmatch_lines(["race-harness: seed=4242 (--race-seed=4242 to repeat), budget=20*"])
+
+
+def test_race_faults_reaches_every_race_test_through_the_ini_twin(ptr: pytest.Pytester) -> None:
+    ptr.makepyfile(
+        test_spaces="""
+        from tests.toys import lost_update
+
+        def test_default_space(race):
+            assert "every fault kind" in race.explore(lost_update, fixed=True).space
+
+        def test_own_choice_wins(race):
+            assert "no faults" in race.explore(lost_update, fixed=True, faults="none").space
+        """
+    )
+    ptr.makeini("[pytest]\nrace_faults = all\nrace_budget = 5\n")
+    ptr.runpytest("test_spaces.py").assert_outcomes(passed=2)
+    ptr.makeini("[pytest]\nrace_faults = crash,nope\n")
+    bad = ptr.runpytest()
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR and "--race-faults='crash,nope' is not valid" in bad.stderr.str()
 
 
 def test_marker_is_registered(ptr: pytest.Pytester) -> None:
