@@ -39,7 +39,6 @@ from __future__ import annotations
 import functools
 import itertools
 import random
-import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
