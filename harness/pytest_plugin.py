@@ -666,8 +666,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     found = distinct(state.findings)
     tr.write_line(
         f"seed {s.seed} ({OPT_SEED}={s.seed} or {OPT_SEED}=last to repeat); "
-        f"{len(state.entries)} search{'' if len(state.entries) == 1 else 'es'}, "
-        f"{len(state.findings)} with a violation, {len(found)} distinct"
+        f"{len(state.entries)} search{'' if len(state.entries) == 1 else 'es'}: "
+        f"{len(found)} distinct failure{'' if len(found) == 1 else 's'} "
+        f"({len(state.findings)} finding{'' if len(state.findings) == 1 else 's'})"
     )
     if s.hunt_minutes is not None or found:
         for sig, group in found.items():

@@ -206,10 +206,44 @@ def test_lost(race):
     text = result.stdout.str()
     assert "Different tests were collected" not in text
     result.assert_outcomes(failed=4)
-    assert "4 with a violation" in text
-    m = re.search(r"(\d+) distinct", text)
+    m = re.search(r"(\d+) distinct failures? \(4 findings\)", text)
     assert m is not None and 1 <= int(m.group(1)) <= 4
     assert text.count("found ") >= 1 and "seeds " in text and "report " in text
+
+
+def test_xdist_hunt_of_a_model_with_two_bugs_reports_exactly_two_distinct_failures(ptr: pytest.Pytester) -> None:
+    """Findings group by failure signature (oracle, actor, minimal plan), not by trace or seed."""
+    ptr.makepyfile(
+        test_two="""
+import harness as h
+
+async def two_counters(world):
+    store = {"x": 0, "y": 0}
+
+    async def inc(name):
+        await world.step(f"read {name}", key=name)
+        v = store[name]
+        await world.step(f"write {name}", key=name)
+        store[name] = v + 1
+
+    for name in ("x", "y"):
+        world.spawn(f"{name}1", inc, name)
+        world.spawn(f"{name}2", inc, name)
+    world.at_end(lambda: store["x"] == 2, "no lost update of x")
+    world.at_end(lambda: store["y"] == 2, "no lost update of y")
+
+def test_two(race):
+    race.explore(two_counters, strategy="random")
+"""
+    )
+    ptr.makeini("[pytest]\nrace_hunt_shards = 12\n")
+    result = ptr.runpytest_subprocess(
+        "test_two.py", "-n", "2", "--race-hunt=0.01", "--race-seed=5", "--race-report=hunt"
+    )
+    text = result.stdout.str()
+    result.assert_outcomes(failed=12)
+    assert "2 distinct failures (12 findings)" in text, text
+    assert "no lost update of x" in text and "no lost update of y" in text
 
 
 def test_live_hunt_display_keeps_pytest_output_above_it() -> None:
