@@ -347,7 +347,7 @@ class World:
         self._ended = False
         self._nursery: trio.Nursery | None = None
         self._invariants: list[tuple[str, Callable[[], object]]] = []
-        self._eventually: list[list[Any]] = []  # [name, fn, deadline, registered_at]
+        self._eventually: list[list[Any]] = []  # [name, fn, deadline, registered_at, last explanation]
         self._bounds: list[tuple[str, Callable[[], float], float]] = []
         self._at_end: list[tuple[str, Callable[[], object]]] = []
         self.peaks: dict[str, float] = {}
@@ -671,12 +671,23 @@ class World:
 
     # -------------------------------------------------------------- oracles
     def invariant(self, fn: Callable[[], object], name: str) -> None:
-        """Check ``fn`` after every step; False or an AssertionError is a violation."""
+        """Check ``fn`` after every step and at every time jump; False or an AssertionError is a violation.
+
+        An invariant that reads ``world.now`` ("no expectation older than the
+        timeout + 20 s") can turn false while time jumps with nothing running;
+        the jump is then bisected so the violation carries the instant it
+        became false, not the next instant something happened.
+        """
         self._invariants.append((name, fn))
 
     def eventually(self, fn: Callable[[], object], *, within: float, name: str) -> None:
-        """``fn`` must hold within ``within`` virtual seconds from now (liveness)."""
-        self._eventually.append([name, fn, self._now + within, self._now])
+        """``fn`` must hold within ``within`` virtual seconds from now (liveness).
+
+        ``fn`` may return a string saying why it does not hold yet ("1 of 2
+        pods; expectations add=2"); the last one it returned is the
+        violation's explanation when the deadline passes.
+        """
+        self._eventually.append([name, fn, self._now + within, self._now, None])
 
     def bound(self, metric: Callable[[], float], max: float, name: str) -> None:
         """``metric()`` must never exceed ``max``; its peak is reported either way."""
@@ -709,7 +720,9 @@ class World:
         if self._eventually:
             keep = []
             for ev in self._eventually:
-                if holds(ev[0], ev[1]) is not None:
+                why = holds(ev[0], ev[1])
+                if why is not None:
+                    ev[4] = why
                     keep.append(ev)
             self._eventually = keep
         exceeded = first_exceeded_bound(self._bounds, self.peaks)
@@ -931,6 +944,11 @@ class World:
             finally:
                 self._advancing = False
                 self._advance_scope = None
+        if self._now > before and self._invariants and self._violation is None and target < math.inf \
+                and (t_next != math.inf or target == self.horizon):  # a real jump, not the probe for settling
+            self._check_invariants_over_jump(before)
+            if self._violation is not None:
+                return False
         if any(a.cancel_pending for a in self._actors):
             return True  # a Trio deadline inside an actor expired on the way
         # eventually deadlines that passed
@@ -941,7 +959,7 @@ class World:
                     "oracle",
                     ev[0],
                     f"'{ev[0]}' did not happen within {ev[2] - ev[3]:g} virtual seconds "
-                    f"(expected by t={ev[2]:g}, registered at t={ev[3]:g})",
+                    f"(expected by t={ev[2]:g}, registered at t={ev[3]:g}){_because(ev)}",
                     None,
                 )
                 return False
@@ -976,6 +994,32 @@ class World:
         )
         return False
 
+    def _check_invariants_over_jump(self, before: float) -> None:
+        """Nothing ran while time moved from ``before``: find the first instant an invariant broke.
+
+        Only time changed, so an invariant broken now and holding at ``before``
+        depends on time; bisecting (to a microsecond) puts the violation at the
+        instant it became false. Rejected: checking at fixed ticks, which adds
+        steps to every run and still misses the instant.
+        """
+        target = self._now
+        if first_broken_invariant(self._invariants) is None:
+            return
+        lo, hi = before, target
+        while hi - lo > 1e-6:
+            self._now = mid = (lo + hi) / 2
+            if first_broken_invariant(self._invariants) is None:
+                lo = mid
+            else:
+                hi = mid
+        self._now = hi
+        broken = first_broken_invariant(self._invariants)
+        if broken is None:  # not monotone in time: report where it was seen broken
+            self._now = target
+            broken = first_broken_invariant(self._invariants)
+        if broken is not None:
+            self._fail("oracle", broken[0], broken[1], None)
+
     def _end_checks(self, how: str) -> None:
         self._ended = True
         for ev in self._eventually:
@@ -984,7 +1028,7 @@ class World:
                     "oracle",
                     ev[0],
                     f"'{ev[0]}' never happened: the run settled at t={self._now:g} "
-                    f"(it was expected by t={ev[2]:g})",
+                    f"(it was expected by t={ev[2]:g}){_because(ev)}",
                     None,
                 )
                 return
@@ -1030,6 +1074,12 @@ class World:
 
 async def _call_with_params(scenario: Callable[..., Awaitable[object]], world: World) -> None:
     await scenario(world, **world.params)
+
+
+def _because(ev: list[Any]) -> str:
+    """': <the last explanation>' of an ``eventually`` check that returned one, else ''."""
+    why = ev[4]
+    return f": {why}" if why and why != f"'{ev[0]}' does not hold" else ""
 
 
 def _order_key(e: tuple[float, int, object]) -> tuple[float, int]:
