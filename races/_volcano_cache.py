@@ -151,8 +151,14 @@ class SchedulerCache:
         self.jobs: dict[str, JobInfo] = {}
         # workqueue.NewRateLimitingQueue(DefaultControllerRateLimiter()) of *JobInfo
         self.deleted_jobs: WorkQueue[JobInfo] = WorkQueue(world, "DeletedJobs")
+        self.informers = (pods, pod_groups)
         pods.add_event_handler(self.add_pod, self.update_pod, self.delete_pod)
         pod_groups.add_event_handler(self.add_pod_group, self.update_pod_group, self.delete_pod_group)
+
+    async def wait_for_cache_sync(self) -> None:
+        """``SchedulerCache.WaitForCacheSync``: the scheduler opens no session before every informer listed."""
+        for informer in self.informers:
+            await informer.wait_for_cache_sync()
 
     # ---- event_handlers.go: pods
     def get_or_create_job(self, ti: TaskInfo) -> JobInfo | None:

@@ -136,6 +136,7 @@ class Scheduler:
         self.period = period
 
     async def run(self) -> None:
+        await self.cache.wait_for_cache_sync()  # scheduler.Run: cache.Run, then WaitForCacheSync
         while True:
             # the wake-up is the yield point before the snapshot (one step per idle session)
             await self._world.sleep(self.period, label="schedule period elapsed: open session")

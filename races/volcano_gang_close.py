@@ -43,9 +43,11 @@ with a 0-task job whose PodGroup is still set: the buggy gang plugin turns it in
 "1/0 tasks in gang unschedulable", the condition differs from the stored one, and the
 job updater sends a PodGroup update for a group that is already gone (404).
 
-Oracles: no PodGroup write for a job with no tasks (the issue's efficiency point); no
-"k/0 tasks" condition is ever persisted; scheduler PodGroup updates never get a 404
-or 409. The phase stays Pending in both variants, so the fixed variant writes
+Oracle: no PodGroup write for a job with no tasks (the issue's efficiency point), seen
+either as a "k/0 tasks" condition persisted at the write's commit or as a write the
+scheduler sent (answered 404 after the delete). The same bug also shows at start-up,
+when the Pod informer's list lags the PodGroup informer's: one oracle, so the search
+converges on one minimal counterexample whichever path it met first. The phase stays Pending in both variants, so the fixed variant writes
 nothing (the spec's caveat: a Running group would flip to Pending and be written
 even after the fix). Not modelled: the Warning "Unschedulable" event that
 ``RecordJobStatusEvent`` emits in both variants, per-task pod condition updates,
@@ -198,6 +200,7 @@ class Scheduler:
         self.taskless_writes: list[str] = []
 
     async def run(self) -> None:
+        await self.cache.wait_for_cache_sync()  # scheduler.Run: cache.Run, then WaitForCacheSync
         while True:
             await self._world.sleep(self.period, label="schedule period elapsed")
             await self.run_once()
@@ -291,6 +294,11 @@ async def scenario(
     world.horizon = delete_at + 4 * schedule_period + pods.max_lag
 
     def no_taskless_writes() -> str | None:
+        # One oracle for one upstream bug: the write is seen at its commit (a persisted "k/0 tasks"
+        # condition) or, when it fails (404 after the delete), once the scheduler has its answer.
+        persisted = no_taskless_condition_persisted()
+        if persisted is not None:
+            return persisted
         if sched.taskless_writes:
             return (
                 f"the scheduler sent a PodGroup update for job {NAMESPACE}/{pg_name} while the job had no tasks "
@@ -306,7 +314,6 @@ async def scenario(
         return None
 
     world.invariant(no_taskless_writes, "no PodGroup write for a job with no tasks")
-    world.invariant(no_taskless_condition_persisted, "no 'k/0 tasks' condition persisted")
 
     await world.sleep(delete_at, label="user waits")
     await api.delete("Job", NAMESPACE, "j1", propagation="Background")
