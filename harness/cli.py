@@ -40,7 +40,8 @@ _EXIT_CODES = {
         "  0    every search ended as its variant promises: buggy found, fixed clean (known-open cases\n"
         "       excepted and listed); a scenario hunted without --variant promises nothing\n"
         "  1    some search did not, or a report file could not be written (the finding is printed)\n"
-        "  2    bad usage: unknown race or scenario, bad --param, --budget, --strategy or --report-dir\n"
+        "  2    bad usage: unknown race or scenario, bad --param, --budget, --strategy or --report-dir, or a\n"
+        "       --cluster that cannot be reached\n"
         "  130  interrupted: the counterexamples found so far and the index are written first"
     ),
     "replay": (
@@ -114,6 +115,16 @@ def _parser() -> _Parser:
     h.add_argument("--budget", default=None, help="RUNS (e.g. 500) or SECONDSs (e.g. 30s); default: per race")
     h.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
     h.add_argument("--report-dir", default="reports", metavar="DIR", help="where traces and HTML go (default reports/)")
+    h.add_argument(
+        "--cluster", default=None, metavar="ADDRESS",
+        help="search on a Dask cluster: tcp://HOST:PORT (a running `dask scheduler`) or local:N (N worker "
+        "processes here); needs pip install 'race-harness[cluster]'",
+    )
+    h.add_argument(
+        "--shards", type=int, default=None, metavar="N",
+        help="with --cluster: shards per search, each a Dask task with its own derived seed (default 4); "
+        "the same N gives the same shards on any number of workers",
+    )
 
     lv = sub.add_parser(
         "live",
@@ -340,8 +351,11 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
     if args.strategy is not None:
         parse_strategy(args.strategy)
     args.faults_parsed = parse_fault_spec(args.faults) if args.faults is not None else None
+    cluster = _check_cluster(args)
     targets = _resolve_targets(list(args.targets) or list(REGISTRY), args.variant, args.param, live=False)
     out_dir = _check_report_dir(args.report_dir)
+    if cluster is not None:
+        return _hunt_on_cluster(args, cluster, targets, budget, out_dir, kept)
 
     console = None
     if not args.json:
@@ -353,7 +367,6 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
     entries: list[Any] = []
     interrupted = False
     write_failed = False
-    planned = sum(len(t.variants) for t in targets)
     for t in targets:
         for variant in t.variants:
             if stop_requested():
@@ -368,6 +381,15 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
                 break
         if interrupted:
             break
+    return _hunt_end(args, targets, entries, out_dir, console, kept, interrupted, write_failed)
+
+
+def _hunt_end(
+    args: argparse.Namespace, targets: list[_Target], entries: list[Any], out_dir: Path, console: Any, kept: _Kept,
+    interrupted: bool, write_failed: bool,
+) -> int:
+    """The index, the summary and the exit code of a hunt, in process or on a cluster."""
+    planned = sum(len(t.variants) for t in targets)
     interrupted = interrupted or stop_requested()
     try:
         from .report import write_index
@@ -403,31 +425,41 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
     return 0 if ok else 1
 
 
+def _run_budget(t: _Target, budget: Any) -> Any:
+    """The hunt's --budget, else the race's own, else explore()'s default."""
+    from .explore import Budget
+
+    return budget or (Budget(runs=t.budget) if t.budget else Budget())
+
+
 def _hunt_one(
-    t: _Target, variant: str, args: argparse.Namespace, budget: Any, out_dir: Path, console: Any, live: Any, kept: _Kept
+    t: _Target, variant: str, args: argparse.Namespace, budget: Any, out_dir: Path, console: Any, live: Any, kept: _Kept,
+    result: Any = None,
 ) -> tuple[Any, bool]:
-    """One search, its files and its output line; (report entry, a file could not be written)."""
-    from .explore import Budget, explore
+    """One search (or the ``result`` a cluster sent back), its files and its output line;
+    (report entry, a file could not be written)."""
+    from .explore import explore
     from .report import ReportEntry, slug, write_counterexample_html
 
     label = _label(t, variant)
-    run_budget = budget or (Budget(runs=t.budget) if t.budget else Budget())
-    hook = live.start(label, run_budget.runs) if live is not None else None
-    strategy = args.strategy or t.strategy
-    options: dict[str, Any] = {"strategy": strategy} if strategy else {}  # else explore()'s default
-    try:
-        result = explore(
-            t.scenario,
-            **options,
-            budget=run_budget,
-            seed=args.seed,
-            progress=hook,
-            faults=args.faults_parsed if args.faults is not None else t.faults,
-            **t.params_by_variant[variant],
-        )
-    finally:
-        if live is not None:
-            live.stop()
+    if result is None:
+        run_budget = _run_budget(t, budget)
+        hook = live.start(label, run_budget.runs) if live is not None else None
+        strategy = args.strategy or t.strategy
+        options: dict[str, Any] = {"strategy": strategy} if strategy else {}  # else explore()'s default
+        try:
+            result = explore(
+                t.scenario,
+                **options,
+                budget=run_budget,
+                seed=args.seed,
+                progress=hook,
+                faults=args.faults_parsed if args.faults is not None else t.faults,
+                **t.params_by_variant[variant],
+            )
+        finally:
+            if live is not None:
+                live.stop()
     cx = result.counterexample
     json_path = html_path = None
     failed = False
@@ -499,6 +531,84 @@ def _hunt_one(
     return entry, failed
 
 
+# ----------------------------------------------------------------------------- hunt --cluster
+def _check_cluster(args: argparse.Namespace) -> Any:
+    """--cluster and --shards checked with the other options, before any target is imported or searched."""
+    if args.cluster is None:
+        if args.shards is not None:
+            raise UsageError("--shards goes with --cluster (e.g. --cluster local:2 --shards 8); leave it out otherwise")
+        return None
+    if args.shards is not None and args.shards < 1:
+        raise UsageError(f"--shards {args.shards} is not valid: use a whole number >= 1, e.g. --shards 8")
+    from ._cluster import parse_cluster
+
+    return parse_cluster(args.cluster)
+
+
+def _hunt_on_cluster(
+    args: argparse.Namespace, spec: Any, targets: list[_Target], budget: Any, out_dir: Path, kept: _Kept
+) -> int:
+    """The searches as Dask shards (harness/_cluster.py); the files, lines and index as in process."""
+    from ._cluster import ClusterHunt, Search, open_cluster
+    from ._shards import DEFAULT_SHARDS
+    from .explore import scenario_ref
+
+    console = None
+    if not args.json:
+        from rich.console import Console
+
+        console = Console() if sys.stdout.isatty() else Console(width=110)
+    searches, order = [], []
+    for t in targets:
+        for variant in t.variants:
+            b = _run_budget(t, budget)
+            searches.append(Search(
+                _label(t, variant), scenario_ref(t.scenario), t.params_by_variant[variant], args.strategy or t.strategy,
+                args.faults_parsed if args.faults is not None else t.faults, b.runs, b.seconds,
+            ))
+            order.append((t, variant))
+    entries: list[Any] = []
+    write_failed = False
+    with open_cluster(spec) as client:  # an unreachable cluster is a UsageError here: exit 2, nothing searched
+        shown = console if console is not None and console.is_terminal else None
+        hunt = ClusterHunt(client, searches, args.seed, args.shards or DEFAULT_SHARDS, shown)
+        if console is not None:
+            console.print(f"cluster {spec}: {_n(hunt.workers, 'worker')}, {_n(len(hunt.shards), 'shard')} "
+                          f"of {_n(len(searches), 'search', 'searches')}", markup=False, highlight=False)
+        for sharded in hunt.results():
+            t, variant = order[sharded.search]
+            entry, failed = _hunt_one(t, variant, args, budget, out_dir, console, None, kept, result=sharded.result)
+            entries.append(entry)
+            kept.searches += 1
+            write_failed = write_failed or failed
+            if console is not None:
+                for f in sharded.findings:
+                    shards = ", ".join(map(str, f.shards))
+                    console.print(f"    signature {f.signature}: found by {_n(len(f.shards), 'shard')} of "
+                                  f"{sharded.shards} ({shards})", markup=False, highlight=False)
+            for f in sharded.findings[1:]:  # another bug in the same search: its own trace, nothing lost
+                if not _save_other(f.counterexample, out_dir, entry, f.signature, kept, console):
+                    write_failed = True
+    return _hunt_end(args, targets, entries, out_dir, console, kept, stop_requested(), write_failed)
+
+
+def _save_other(cx: Any, out_dir: Path, entry: Any, sig: str, kept: _Kept, console: Any) -> bool:
+    """A second distinct failure of one search (another shard's): saved beside the first, named by signature."""
+    stem = Path(entry.json_path).stem if entry.json_path else "finding"
+    path = out_dir / f"{stem}-{sig[:8]}.json"
+    cx.meta.update(race=entry.name, variant=entry.variant, known_open=entry.known_open, upstream=entry.upstream)
+    try:
+        cx.save(path)
+    except (OSError, UsageError) as exc:
+        print(f"error: could not write {path} ({_one_line(exc)})", file=sys.stderr)
+        return False
+    kept.traces.append(str(path))
+    if console is not None:
+        console.print(f"    another failure of {entry.name}: {cx.violation.describe()}; trace {path}",
+                      markup=False, highlight=False)
+    return True
+
+
 def _print_facts(cx: Any, label: str) -> None:
     """Everything needed to replay a counterexample that could not be saved, on stderr: nothing is lost."""
     params = " ".join(f"--param {k}={json.dumps(v)}" for k, v in cx.params.items())
@@ -565,6 +675,7 @@ def _json_line(e: Any, cx: Any) -> dict[str, Any]:
         "trace": e.json_path,
         "report": e.html_path,
         "digest": None if cx is None else cx.digest(),
+        "signature": None if cx is None else cx.signature(),
         "known_open": e.known_open,
         "proof": None if cx is None else cx.proof,
         "outcome": e.outcome,  # states the space: deviations counted, lag windows, fault kinds

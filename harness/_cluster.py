@@ -1,0 +1,403 @@
+"""``hunt --cluster``: the searches of a hunt as shards on a Dask distributed cluster.
+
+A team hunting a rare interleaving over a weekend, or a CI farm, outgrows the
+cores of one machine. Dask's distributed scheduler already is the Python
+ecosystem's engine for that (a scheduler, workers on many machines, a task
+re-run when its worker dies, a dashboard), so the harness grows no pool or
+protocol of its own: each search (target, variant) is cut into shards, one Dask
+task each, that run :func:`harness.explore` on a worker and send back the
+counterexample's JSON and the search's counts. Only this process, the client,
+writes traces, reports and the index.
+
+Determinism: a shard's seed is :func:`harness._shards.shard_seed` of the hunt
+seed and the shard index and its slice of a run budget is fixed by the shard
+count (``--shards``, never the worker count), so ``local:1``, ``local:2`` and a
+farm run the same shards to the same results, and a shard re-run after its
+worker was killed finds what it would have found. Every shard shrinks what it
+finds to the canonical minimum, so the findings and their trace digests are the
+ones the in-process hunt reports for the same seed; findings are grouped by
+:meth:`Counterexample.signature`, as the pytest plugin's ``--race-hunt`` does.
+
+Dask is imported only here, and this module only under ``--cluster``: the core
+keeps no dependency on it (``pip install 'race-harness[cluster]'``).
+
+Rejected: ``client.map`` over the whole hunt and ``gather`` at the end -- one
+lost shard would take every finding with it and Ctrl-C would keep nothing;
+futures are collected one by one and each search is reported when its shards
+are in.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import re
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._errors import UsageError
+from ._interrupt import stop_requested
+from ._shards import shard_seed, split_runs
+
+#: the accepted --cluster forms, as every message about them states them
+CLUSTER_FORMS = (
+    "--cluster tcp://HOST:PORT (the address a running `dask scheduler` prints) or --cluster local:N "
+    "(start N worker processes on this machine)"
+)
+
+#: seconds to reach a scheduler and to see its first worker before the hunt gives up (exit 2, nothing searched)
+CONNECT_TIMEOUT = 10.0
+
+#: strategies whose search does not depend on the seed: a shard of them would repeat the others' runs
+_UNSHARDED = ("exhaustive", "canonical")
+
+_POLL_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A checked ``--cluster`` value: a scheduler's address, or a local cluster of ``workers`` processes."""
+
+    address: str | None
+    workers: int | None
+
+    def __str__(self) -> str:
+        return self.address if self.address is not None else f"local:{self.workers}"
+
+
+def parse_cluster(text: str) -> ClusterSpec:
+    """``local:2`` or ``tcp://10.0.0.5:8786``; anything else is a UsageError (checked before any search)."""
+    value = text.strip()
+    m = re.fullmatch(r"local:([1-9]\d{0,3})", value)
+    if m:
+        return ClusterSpec(None, int(m.group(1)))
+    if re.fullmatch(r"(tcp|tls)://[^\s/]+:\d{1,5}", value):
+        return ClusterSpec(value, None)
+    raise UsageError(f"--cluster {text!r} is not valid: use {CLUSTER_FORMS}")
+
+
+@dataclass(frozen=True)
+class Search:
+    """One search of the hunt as the client plans it: what a shard needs to run it anywhere."""
+
+    label: str
+    scenario: str  # scenario_ref: resolved on the worker from the module or file it names
+    params: dict[str, Any]
+    strategy: str | None
+    faults: Any  # a fault spec as explore() takes it (a string, a frozenset or None)
+    runs: int | None
+    seconds: float | None
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` of search ``search``: its seed and its slice of the budget."""
+
+    search: int
+    index: int
+    seed: int
+    runs: int | None
+    seconds: float | None
+
+
+def plan_shards(searches: list[Search], seed: int, shards: int, workers: int) -> list[Shard]:
+    """Every shard of the hunt, search by search, in a fixed order.
+
+    A run budget is split among the shards; a time budget gives every shard
+    ``seconds * workers / shards``, so the hunt takes about as long as the
+    in-process one and explores about ``workers`` times as much.
+    """
+    out: list[Shard] = []
+    for i, s in enumerate(searches):
+        name = (s.strategy or "").partition(":")[0]
+        count = 1 if name in _UNSHARDED else shards
+        if s.runs is not None:
+            for k, runs in enumerate(split_runs(s.runs, count)):
+                out.append(Shard(i, k, shard_seed(seed, k), runs, s.seconds))
+        else:
+            seconds = (s.seconds or 1.0) * (workers if count > 1 else 1) / count
+            out.extend(Shard(i, k, shard_seed(seed, k), None, seconds) for k in range(count))
+    return out
+
+
+def run_shard(search: Search, shard: Shard) -> dict[str, Any]:
+    """What a worker runs: one shard's search, returned as JSON-able data (Dask pickles nothing else of ours).
+
+    Module-level so Dask sends it by reference: the worker imports this
+    harness, and the scenario from the module or file its reference names.
+    """
+    from .explore import Budget, explore
+    from .explore._counterexample import resolve_scenario
+
+    scenario = resolve_scenario(search.scenario)
+    options: dict[str, Any] = {"strategy": search.strategy} if search.strategy else {}
+    result = explore(
+        scenario,
+        **options,
+        budget=Budget(runs=shard.runs, seconds=shard.seconds),
+        seed=shard.seed,
+        faults=search.faults,
+        **search.params,
+    )
+    cx = result.counterexample
+    return {
+        "verdict": result.verdict,
+        "runs": result.runs,
+        "steps": result.steps,
+        "seconds": result.seconds,
+        "strategy": result.strategy,
+        "found_by": result.found_by,
+        "space": result.space,
+        "notes": list(result.notes),
+        "pct_bound": result.pct_bound,
+        "proved_bound": result.proved_bound,
+        "counterexample": None if cx is None else cx.to_json(),
+    }
+
+
+# ------------------------------------------------------------------ the client's side
+@dataclass
+class Finding:
+    """One distinct failure of a search: its signature, the shards that found it and its first counterexample."""
+
+    signature: str
+    shards: list[int]
+    seeds: list[int]
+    counterexample: Any
+
+
+@dataclass
+class ShardedResult:
+    """A search's shards folded into one :class:`harness.explore.Result`, and its distinct findings."""
+
+    search: int  # its index in the hunt's order
+    result: Any
+    shards: int
+    shards_done: int
+    findings: list[Finding] = field(default_factory=list)
+
+
+def merge(index: int, search: Search, planned: list[Shard], payloads: dict[int, dict[str, Any]], seconds: float,
+          interrupted: bool) -> ShardedResult:
+    """Fold the shards that came back: the counterexample with the fewest deviations (then steps, then the
+    lowest shard) stands for the search, and every other signature is kept as a finding of its own."""
+    from .explore import Counterexample, Result
+
+    findings: dict[str, Finding] = {}
+    best: tuple[int, int, int, Any] | None = None
+    with tempfile.TemporaryDirectory(prefix="race-harness-shards-") as tmp:
+        for k in sorted(payloads):
+            raw = payloads[k]["counterexample"]
+            if raw is None:
+                continue
+            path = Path(tmp) / f"shard{k}.json"
+            path.write_text(json.dumps(raw), encoding="utf-8")
+            cx = Counterexample.load(path)  # the checks of any trace file: a worker is another machine
+            sig = cx.signature()
+            f = findings.setdefault(sig, Finding(sig, [], [], cx))
+            f.shards.append(k)
+            f.seeds.append(cx.seed if cx.seed is not None else 0)
+            if best is None or (cx.deviations, cx.steps, k) < best[:3]:
+                best = (cx.deviations, cx.steps, k, cx)
+    done = [payloads[k] for k in sorted(payloads)]
+    first = payloads[best[2]] if best is not None else (done[0] if done else {})
+    cut = interrupted or len(done) < len(planned) or any(p["verdict"] == "interrupted" for p in done)
+    proved = [p["proved_bound"] for p in done if p["verdict"] == "proved-clean"]
+    verdict = (
+        "interrupted" if cut
+        else "found" if best is not None
+        else "proved-clean" if done and len(proved) == len(done)
+        else "none-found"
+    )
+    result = Result(
+        scenario=search.scenario,
+        params=dict(search.params),
+        strategy=str(first.get("strategy", search.strategy or "")),
+        verdict=verdict,
+        runs=sum(int(p["runs"]) for p in done),
+        steps=sum(int(p["steps"]) for p in done),
+        seconds=seconds,
+        counterexample=None if best is None else best[3],
+        proved_bound=min(proved) if verdict == "proved-clean" else None,
+        pct_bound=first.get("pct_bound"),
+        notes=list(first.get("notes", [])),
+        found_by=first.get("found_by"),
+        space=str(first.get("space", "")),
+    )
+    ordered = sorted(findings.values(), key=lambda f: f.shards[0])
+    return ShardedResult(index, result, len(planned), len(done), ordered)
+
+
+@contextmanager
+def open_cluster(spec: ClusterSpec) -> Iterator[Any]:
+    """A connected ``distributed.Client`` with at least one worker; every failure is one UsageError (exit 2).
+
+    A local cluster binds the scheduler and its workers to 127.0.0.1 (nothing
+    listens on the network) and keeps Dask's logs to errors, so the hunt's
+    output stays the hunt's.
+    """
+    try:  # by name: mypy checks this module whether or not the extra is installed
+        distributed: Any = importlib.import_module("distributed")
+    except ImportError:
+        raise UsageError(
+            "--cluster needs Dask distributed, which is not installed; install it with "
+            "pip install 'race-harness[cluster]' (in a checkout: pip install -e '.[cluster]')"
+        ) from None
+
+    dask_log = logging.getLogger("distributed")
+    level = dask_log.level
+    dask_log.setLevel(logging.ERROR)
+    cluster: Any = None
+    client: Any = None
+    try:
+        if spec.address is None:
+            try:
+                cluster = distributed.LocalCluster(
+                    n_workers=spec.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                    dashboard_address=None, silence_logs=logging.ERROR,
+                )
+            except Exception as exc:
+                raise UsageError(
+                    f"--cluster {spec}: could not start {spec.workers} local Dask workers ({type(exc).__name__}: "
+                    f"{exc}); use fewer (local:1), or start a scheduler and workers yourself and pass --cluster "
+                    "tcp://HOST:PORT"
+                ) from None
+            address = cluster.scheduler_address
+        else:
+            address = spec.address
+        try:
+            client = distributed.Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+        except (OSError, ValueError) as exc:
+            raise UsageError(
+                f"--cluster {spec}: no Dask scheduler answered there within {CONNECT_TIMEOUT:g} s "
+                f"({type(exc).__name__}: {' '.join(str(exc).split()) or 'no answer'}); nothing was searched. "
+                "Start one with `dask scheduler` on that machine (it prints its tcp:// address) and workers "
+                "with `dask worker tcp://HOST:8786` on each machine, check the host, port and firewall, or hunt "
+                "on this machine with --cluster local:N"
+            ) from None
+        try:
+            client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError) as exc:
+            raise UsageError(
+                f"--cluster {spec}: the scheduler answered but has no worker after {CONNECT_TIMEOUT:g} s "
+                f"({type(exc).__name__}); nothing was searched. Start workers with `dask worker {address}` on the "
+                "machines that should search"
+            ) from None
+        yield client
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+        dask_log.setLevel(level)
+
+
+class ClusterHunt:
+    """The shards of a hunt, submitted at once; :meth:`results` hands back each search in order, merged.
+
+    Each search is reported as soon as its own shards and those of the searches
+    before it are in, so the output and the index keep the in-process order. A
+    shard whose worker died is re-run by Dask on another worker; what the other
+    shards found is already here. On Ctrl-C the futures still out are cancelled
+    and every search that got any shard back is reported as interrupted.
+    """
+
+    def __init__(self, client: Any, searches: list[Search], seed: int, shards: int, console: Any = None) -> None:
+        self.client = client
+        self.searches = searches
+        self.workers = max(1, sum(client.nthreads().values()))
+        self.shards = plan_shards(searches, seed, shards, self.workers)
+        self.started = time.perf_counter()
+        self.progress = _ShardProgress(console, searches, self.shards) if console is not None else None
+        self.futures: dict[Any, Shard] = {
+            client.submit(run_shard, searches[s.search], s, pure=False): s for s in self.shards
+        }
+        self.payloads: dict[int, dict[int, dict[str, Any]]] = {i: {} for i in range(len(searches))}
+        self.finished_at: dict[int, float] = {}
+
+    def _collect(self) -> None:
+        for fut in [f for f in self.futures if f.done()]:
+            shard = self.futures.pop(fut)
+            payload = fut.result()  # a shard that raised raises here, as the in-process search would
+            self.payloads[shard.search][shard.index] = payload
+            if self.progress is not None:
+                self.progress.advance(shard, int(payload["runs"]))
+            if len(self.payloads[shard.search]) == self._planned(shard.search):
+                self.finished_at[shard.search] = time.perf_counter() - self.started
+
+    def _planned(self, search: int) -> int:
+        return sum(1 for s in self.shards if s.search == search)
+
+    def results(self) -> Iterator[ShardedResult]:
+        """Each search in order; after Ctrl-C, only those that got a shard back (as interrupted), then stops."""
+        try:
+            for i in range(len(self.searches)):
+                while i not in self.finished_at and not stop_requested():
+                    self._collect()
+                    if i not in self.finished_at:
+                        time.sleep(_POLL_SECONDS)
+                if stop_requested():
+                    self._cancel()
+                    for j in range(i, len(self.searches)):
+                        if self.payloads[j]:
+                            yield self._merge(j, interrupted=j not in self.finished_at)
+                    return
+                yield self._merge(i, interrupted=False)
+        finally:
+            self._cancel()
+            if self.progress is not None:
+                self.progress.stop()
+
+    def _merge(self, i: int, *, interrupted: bool) -> ShardedResult:
+        planned = [s for s in self.shards if s.search == i]
+        seconds = self.finished_at.get(i, time.perf_counter() - self.started)
+        return merge(i, self.searches[i], planned, self.payloads[i], seconds, interrupted)
+
+    def _cancel(self) -> None:
+        if self.futures:
+            self._collect_quietly()
+            self.client.cancel(list(self.futures))
+            self.futures.clear()
+
+    def _collect_quietly(self) -> None:
+        """What came back before the cancel is kept; a shard that failed meanwhile is dropped, not raised."""
+        for fut in [f for f in self.futures if f.done()]:
+            shard = self.futures.pop(fut)
+            if fut.status == "finished":
+                self.payloads[shard.search][shard.index] = fut.result()
+
+
+class _ShardProgress:
+    """A rich live row per search (shards done, runs explored) on an interactive terminal only; transient."""
+
+    def __init__(self, console: Any, searches: list[Search], shards: list[Shard]) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("shards, {task.fields[runs]:,} runs explored"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self._runs = [0] * len(searches)
+        self._tasks = [
+            self._progress.add_task(s.label, total=sum(1 for sh in shards if sh.search == i), runs=0)
+            for i, s in enumerate(searches)
+        ]
+        self._progress.start()
+
+    def advance(self, shard: Shard, runs: int) -> None:
+        self._runs[shard.search] += runs
+        self._progress.update(self._tasks[shard.search], advance=1, runs=self._runs[shard.search])
+
+    def stop(self) -> None:
+        self._progress.stop()
