@@ -130,14 +130,15 @@ class ReplicaSetController:
         if diff <= 0:
             return
         self.expectations.expect_creations(key, diff)
-        for _ in range(diff):
+        for done in range(diff):
             self.created += 1
             pod = KubeObject("Pod", namespace, f"{name}-{self.created}", labels=dict(rs.labels),
                              owner_references=[controller_ref(rs)])
             try:
                 await self.api.create(pod)
             except ApiError:
-                self.expectations.creation_observed(key)  # the informer will not see this one
+                for _ in range(diff - done):  # slowStartBatch: the failed and the skipped are not expected
+                    self.expectations.creation_observed(key)
                 raise  # the worker requeues the key rate-limited
 
 
