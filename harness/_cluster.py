@@ -260,7 +260,9 @@ def open_cluster(spec: ClusterSpec) -> Iterator[Any]:
             try:
                 cluster = distributed.LocalCluster(
                     n_workers=spec.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                    dashboard_address=None, silence_logs=logging.ERROR,
+                    # no dashboard, and its HTTP endpoints on a free port: a second hunt must not clash on 8787
+                    dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                    silence_logs=logging.ERROR,
                 )
             except Exception as exc:
                 raise UsageError(
