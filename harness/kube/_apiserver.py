@@ -96,12 +96,12 @@ class APIServer:
         #: seconds a watch cache may lag behind etcd when it serves a stale LIST
         self.stale_window = stale_window
         #: every committed event with its revision time, oldest first (the watch cache's history)
-        self._log: list[tuple[float, WatchEvent]] = []
+        self._log: builtins.list[tuple[float, WatchEvent]] = []  # builtins: the class has a list() method
         #: revisions at or below this one are compacted: a watch from them gets 410 Gone
         self.compacted_rv = 0
         self._default_grace = default_pod_grace
         self._store: dict[str, dict[str, KubeObject]] = {}
-        self._watchers: dict[str, list[Sink]] = {}
+        self._watchers: dict[str, builtins.list[Sink]] = {}
         self._rv = 0
         self._uids = 0
         self._awaiting_kubelet: dict[str, bool] = {}  # pod uid -> graceful delete waits for the kubelet

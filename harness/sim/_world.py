@@ -872,7 +872,7 @@ class World:
     def Event(self) -> Event:  # noqa: N802 - reads like the class it makes
         return Event(self)
 
-    def Queue(self) -> Queue[Any]:  # noqa: N802
+    def Queue(self) -> _Queue[Any]:  # noqa: N802 - the alias: in the class body "Queue" is this method
         return Queue(self)
 
     def Lock(self) -> Lock:  # noqa: N802
@@ -1205,6 +1205,9 @@ class Queue(Generic[T]):
     async def get(self, label: str = "get", *, key: str | None = None) -> T:
         await self._world._yield(label, key, None, self._ready, None, idle=True)
         return self._items.popleft()
+
+
+_Queue = Queue  # for annotations inside World, where the name Queue is World.Queue
 
 
 class Lock:
