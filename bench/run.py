@@ -13,7 +13,9 @@ Sections (each prints a markdown table; everything also lands in JSON):
    and steps, against what ``exhaustive`` finds (fewest deviations);
 5. scale: the queue-backlog model at 1x / 10x / 100x event rate (wall seconds per
    virtual second, peak traced memory) and a hunt's executions/s in one process
-   versus two processes in parallel.
+   versus two processes in parallel;
+6. cluster: one hunt's executions/s in process versus ``--cluster local:2`` (Dask,
+   two worker processes) on the same run budget, in the same bench run.
 
 Races come from ``races.REGISTRY`` at run time; a race that errors gets an
 "error: ..." row and the bench moves on. Known-open races are measured but
@@ -304,6 +306,49 @@ def parallel_hunt(settings: Settings) -> list[dict[str, Any]]:
     ]
 
 
+def _hunt_json(cmd: list[str]) -> tuple[float, int, float]:
+    """(wall seconds incl. start-up, runs, the hunt's own search seconds) of one ``hunt --json`` process."""
+    t = time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    wall = time.perf_counter() - t
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode not in (0, 1) or not lines:
+        raise RuntimeError(f"exit {done.returncode}: {' '.join(done.stderr.split())[:300]}")
+    return wall, sum(int(d["runs"]) for d in lines), sum(float(d["seconds"]) for d in lines)
+
+
+def cluster_hunt(settings: Settings) -> list[dict[str, Any]]:
+    """The same hunt in process and on a two-worker Dask LocalCluster: executions/s and their ratio.
+
+    The ratio is taken over the hunt's own search seconds (for the cluster: from
+    submitting the shards to the last one back, so shipping and merging count),
+    without interpreter and cluster start-up, which a long hunt pays once; the
+    wall seconds with start-up are in the row too.
+    """
+    races = _races(settings)
+    name = next((n for n in ("volcano_gang_close", "kruise_imagepulljob") if n in races), next(iter(races), None))
+    if name is None:
+        return [{"mode": "-", "error": "no race registered"}]
+    n = settings.hunt_runs
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            one = _hunt_json(_hunt_cmd(name, n, 0, tmp + "/a"))
+            two = _hunt_json([*_hunt_cmd(name, n, 0, tmp + "/b"), "--cluster", "local:2"])
+        except Exception as exc:
+            return [{"mode": "-", "error": _err(exc)}]
+    e1, e2 = one[1] / one[2], two[1] / two[2]
+    what = (f"`python -m harness hunt {name} --variant fixed --strategy random --budget {n} --seed 0` in process vs "
+            f"with `--cluster local:2` (4 shards); executions/s over the search seconds, wall incl. start-up beside "
+            f"them; {os.cpu_count()} CPUs")
+    return [
+        {"mode": "in process", "runs": one[1], "seconds": one[2], "wall_seconds": one[0], "executions_per_s": e1,
+         "measured": what},
+        {"mode": "--cluster local:2", "runs": two[1], "seconds": two[2], "wall_seconds": two[0], "executions_per_s": e2,
+         "speedup": e2 / e1, "target": ">= 1.7x in process (2 cores, a search of more than a few seconds)",
+         "ok": e2 / e1 >= 1.7, "measured": what},
+    ]
+
+
 # ------------------------------------------------------------- rendering
 def _table(headers: list[str], rows: list[list[str]]) -> str:
     out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
@@ -361,6 +406,17 @@ def render(res: dict[str, Any]) -> str:
         for r in s["parallel"]]))
     if s["parallel"] and "measured" in s["parallel"][0]:
         parts += ["", f"Measured: {s['parallel'][0]['measured']}."]
+    cluster = s.get("cluster", [])
+    if cluster:
+        parts += ["", "## 6. Hunting on a Dask cluster", ""]
+        parts.append(_table(["mode", "runs", "search s", "wall s (start-up incl.)", "executions/s", "ratio", "target", ""], [
+            [r["mode"], *(["", "", "", r["error"], "", "", ""] if "error" in r else [
+                _num(r["runs"]), _num(r["seconds"], "{:.2f}"), _num(r["wall_seconds"], "{:.2f}"),
+                _num(r["executions_per_s"], "{:,.0f}"), _num(r.get("speedup"), "{:.2f}x"), r.get("target", ""),
+                _mark(r.get("ok"))])]
+            for r in cluster]))
+        if "measured" in cluster[0]:
+            parts += ["", f"Measured: {cluster[0]['measured']}."]
     return "\n".join(parts) + "\n"
 
 
@@ -368,7 +424,7 @@ def run(quick: bool = False, races: tuple[str, ...] | None = None, settings: Set
         sections: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Run the bench and return the JSON-able result (``render`` makes the markdown)."""
     st = settings or Settings.make(quick, races)
-    want = sections or ("runtime", "time_to_failure", "baseline", "shrinking", "scale", "parallel")
+    want = sections or ("runtime", "time_to_failure", "baseline", "shrinking", "scale", "parallel", "cluster")
     started = time.perf_counter()
     out: dict[str, Any] = {
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -386,6 +442,7 @@ def run(quick: bool = False, races: tuple[str, ...] | None = None, settings: Set
         ("shrinking", lambda: shrinking(st)),
         ("scale", lambda: scale_load(st)),
         ("parallel", lambda: parallel_hunt(st)),
+        ("cluster", lambda: cluster_hunt(st)),
     ]
     for name, fn in steps:
         if name not in want:
