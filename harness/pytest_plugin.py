@@ -35,7 +35,6 @@ Import cost: nothing here imports Trio, rich or Hypothesis at module level
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -50,6 +49,7 @@ import pytest
 
 from ._errors import HarnessError
 from ._options import BUDGET_FORMS, FAULT_FORMS, STRATEGY_FORMS, parse_budget, parse_fault_spec, parse_strategy
+from ._shards import derive_seed as _derive_seed
 
 if TYPE_CHECKING:
     from .explore import Budget, Counterexample, Result
@@ -256,9 +256,11 @@ def _is_worker(config: pytest.Config) -> bool:
 
 
 def derive_seed(seed: int, nodeid: str) -> int:
-    """A test's (or shard's) seed from the session seed and its node id: stable on every worker."""
-    digest = hashlib.sha256(f"{seed}:{nodeid}".encode()).digest()
-    return int.from_bytes(digest[:6], "big")
+    """A test's (or shard's) seed from the session seed and its node id: stable on every worker.
+
+    The one derivation, shared with ``hunt --cluster`` (harness/_shards.py).
+    """
+    return _derive_seed(seed, nodeid)
 
 
 # ---------------------------------------------------------------------- session state
