@@ -751,16 +751,21 @@ def _replay(args: argparse.Namespace) -> int:
         )
     cx = Counterexample.load(target)
     try:
-        out = cx.replay()
+        out = cx.replay(check=False)
     except HarnessError as exc:
-        if isinstance(exc, (ReplayDivergence, UsageError)):
+        if isinstance(exc, UsageError):
             raise
         raise TraceFileError(f"{target}: {_one_line(exc)}") from None
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # the scenario itself raised while it was set up
         raise TraceFileError(f"{target} could not be replayed: {type(exc).__name__}: {_one_line(exc)}") from None
-    _print_replay(args, f"replaying {cx.scenario}({_fmt(cx.params)})", out, cx.deviations)
+    diverged = cx.divergence(out)
+    if diverged is not None:
+        # a replay reads as a replay: what was replayed and where it left the trace, never a search's words
+        raise ReplayDivergence(f"replayed trace {target}: {diverged[1]}", step=diverged[0])
+    _print_replay(args, f"replaying trace {target}: {cx.scenario}({_fmt({**(cx.defaults or {}), **cx.params})})",
+                  out, cx.deviations, verdict=f"replayed trace {target}: same violation")
     return 0
 
 
@@ -791,17 +796,22 @@ def _replay_scenario(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_replay(args: argparse.Namespace, head: str, out: Any, deviations: int) -> None:
+def _print_replay(args: argparse.Namespace, head: str, out: Any, deviations: int, *, verdict: str | None = None) -> None:
+    """The steps, then one closing line: ``verdict`` for a trace file ("replayed trace X: same violation")."""
     violation = out.violation.describe() if out.violation else None
     if args.json:
-        print(json.dumps({
+        doc: dict[str, Any] = {
             "violation": violation, "steps": out.steps, "deviations": deviations, "digest": out.trace.digest(),
-        }))
+        }
+        if verdict is not None:
+            doc["replayed"] = verdict
+        print(json.dumps(doc))
     else:
         print(head)
         print(out.trace.render())
         print(f"=> {violation or 'no violation'}")
-        print(f"{_n(deviations, 'deviation')}, {_n(out.steps, 'step')}, digest {out.trace.digest()[:16]}")
+        tail = f"{_n(deviations, 'deviation')}, {_n(out.steps, 'step')}, digest {out.trace.digest()[:16]}"
+        print(f"{verdict} ({violation}); {tail}" if verdict is not None else tail)
 
 
 def _fmt(params: dict[str, Any]) -> str:

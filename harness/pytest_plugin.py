@@ -158,6 +158,13 @@ class RaceSettings:
     replay: Path | None
     shards: int
     faults: str | None = None  # --race-faults, checked; None: each test's own
+    #: whether --race-report (or its ini twin) was given: a replay writes files only then
+    report_given: bool = False
+
+    @property
+    def writes_reports(self) -> bool:
+        """A search writes its reports; a replay re-reads a trace that exists, so it writes only when asked."""
+        return self.replay is None or self.report_given
 
 
 def _raw(config: pytest.Config, opt: str) -> str | None:
@@ -237,10 +244,13 @@ def _parse_settings(config: pytest.Config) -> RaceSettings:
         seed, source = int(workerinput[WORKERINPUT_SEED]), str(workerinput.get("race_seed_source", "controller"))
     else:
         seed, source = _parse_seed(config, _raw(config, OPT_SEED))
-    report = Path(_raw(config, OPT_REPORT) or DEFAULT_REPORT_DIR)
+    report_text = _raw(config, OPT_REPORT)
+    report = Path(report_text or DEFAULT_REPORT_DIR)
     if not report.is_absolute():
         report = Path(str(config.rootpath)) / report
-    return RaceSettings(seed, source, budget, strategy, hunt, report, replay, int(shards_text), faults)
+    return RaceSettings(
+        seed, source, budget, strategy, hunt, report, replay, int(shards_text), faults, report_text is not None
+    )
 
 
 _SETTINGS = pytest.StashKey[RaceSettings]()
@@ -325,6 +335,10 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if _SETTINGS not in config.stash:
         return None
     s = settings_of(config)
+    if s.replay is not None:
+        # a replay runs the trace's own choices: a session seed, budget or strategy would read as a new search
+        where = f"reports in {s.report_dir}" if s.writes_reports else f"no reports ({OPT_REPORT}=DIR to write them)"
+        return [f"race-harness: replaying trace {s.replay} in the tests that explore its scenario; {where}"]
     line = (
         f"race-harness: seed={s.seed} ({OPT_SEED}={s.seed} to repeat), budget={s.budget_text}, "
         f"strategy={s.strategy}, reports in {s.report_dir}"
@@ -332,8 +346,6 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     extra = []
     if s.hunt_minutes is not None:
         extra.append(f"race-harness: hunting for {s.hunt_minutes:g} min, {s.shards} shards per race test")
-    if s.replay is not None:
-        extra.append(f"race-harness: replaying {s.replay}")
     return [line, *extra]
 
 
@@ -431,19 +443,22 @@ class RaceFixture:
             theirs = f"{cx.scenario}({_fmt(cx.params)})"
             if mine != theirs:
                 pytest.skip(f"{OPT_REPLAY} replays {theirs}; this test explores {mine}")
-            strat, b, params = Replay(tuple(cx.choices), cx.plan, cx.proved_minimal, cx.proof), 1, dict(cx.params)
+            strat, b, params = Replay.of(cx, str(s.replay)), 1, dict(cx.params)
             params["faults"] = cx.faults
         if s.faults is not None and "faults" not in params:
             params["faults"] = s.faults
         result = explore(scenario, strategy=strat, budget=b, seed=self.seed, **params)
         self.results.append(result)
         self._request.node.user_properties.extend(
-            [("race_seed", str(self.seed)), ("race_session_seed", str(s.seed)), ("race_verdict", result.verdict)]
+            [("race_seed", str(self.seed if s.replay is None else strat.expected.seed)),
+             ("race_session_seed", str(s.seed)), ("race_verdict", result.verdict)]
         )
         self._attach(result, expect)
         if expect == "clean" and result.counterexample is not None:
             pytest.fail(self._failure_text(result), pytrace=False)
         if expect == "violation" and result.counterexample is None:
+            if result.replayed is not None:
+                pytest.fail(f"expected a violation, but {result.outcome}", pytrace=False)
             pytest.fail(
                 f"expected a violation, but {result.outcome}.\nseed {self.seed} (session {OPT_SEED}={s.seed}); "
                 f"raise {OPT_BUDGET} or try another {OPT_STRATEGY}.",
@@ -481,14 +496,25 @@ class RaceFixture:
             payload["json_path"] = str(json_path)
             payload["html_path"] = str(html_path)
             payload["signature"] = signature(cx)
-            self._request.node.user_properties.append(("race_trace", str(json_path)))
-            self._request.node.user_properties.append(("race_report", str(html_path)))
+            if self.settings.writes_reports:
+                self._request.node.user_properties.append(("race_trace", str(json_path)))
+                self._request.node.user_properties.append(("race_report", str(html_path)))
+            else:  # a replay that writes nothing: the trace is the file it replayed
+                self._request.node.user_properties.append(("race_trace", str(self.settings.replay)))
         self._request.node.stash.setdefault(_PAYLOADS, []).append(payload)
 
     def _failure_text(self, result: Result) -> str:
         cx = result.counterexample
         assert cx is not None
         json_path, html_path = self.paths()
+        if result.replayed is not None:
+            where = f"report:  {html_path}" if self.settings.writes_reports else f"report:  none ({OPT_REPORT}=DIR to write one)"
+            return (
+                f"{result.outcome}\n\ncounterexample:\n{cx.program()}\n\n"
+                f"trace:   {result.replayed} (found with seed {cx.seed}, {cx.strategy})\n"
+                f"replay:  {cx.replay_command(result.replayed)}\n"
+                f"         pytest {self.nodeid} {OPT_REPLAY}={result.replayed}\n{where}"
+            )
         return (
             f"{result.outcome}\n\nminimal counterexample:\n{cx.program()}\n\n"
             f"seed:    {self.seed} (session {OPT_SEED}={self.settings.seed})\n"
@@ -566,8 +592,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     state.explored += len(payloads)
     if _is_worker(config):
         return  # only the controller writes files
-    for p in payloads:
-        _record(config, state, p)
+    if settings_of(config).writes_reports:  # a replay only when asked
+        for p in payloads:
+            _record(config, state, p)
     if state.progress is not None:
         state.progress.advance(report.nodeid, payloads)
 

@@ -15,8 +15,10 @@ scenarios marked as such (``@harness.scenario``, a RaceMachine, a registered rac
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
@@ -24,10 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._errors import ReplayDivergence, TraceFileError
+from .._errors import HarnessError, ReplayDivergence, TraceFileError
 from ..sim import (
     FORMAT_VERSION,
     Entry,
+    Ident,
     Limits,
     PlanChooser,
     ReplayChooser,
@@ -35,13 +38,14 @@ from ..sim import (
     Trace,
     Violation,
     entry_from_json,
+    identity_label,
     run_once,
 )
 from ._scenarios import file_of_module, name_of, portable_ref, split_ref
 from ._scenarios import resolve as resolve_marked
 
-#: trace format versions this harness still replays (1: positional choices only, no plan)
-READABLE_VERSIONS = (1, FORMAT_VERSION)
+#: trace format versions this harness still replays (1: positional choices only, no plan; 2: no ``defaults``)
+READABLE_VERSIONS = (1, 2, FORMAT_VERSION)
 
 FORMAT_NAME = "race-harness-trace"
 
@@ -51,17 +55,25 @@ FORMAT_NAME = "race-harness-trace"
 #: Add a field here when it starts to affect a replay. ``meta`` is left out on purpose: it holds
 #: labels (race, variant, test id) that tools may add to a written file.
 SIGNED_FIELDS = (
-    "format", "version", "scenario", "params", "choices", "plan", "faults", "limits", "trace", "digest",
+    "format", "version", "scenario", "params", "defaults", "choices", "plan", "faults", "limits", "trace", "digest",
     "violation", "deviations", "steps", "proved_minimal", "proof", "strategy", "seed",
 )
+
+#: what versions 1 and 2 signed: they had no ``defaults``, and their checksums must still verify
+_SIGNED_BEFORE_3 = tuple(f for f in SIGNED_FIELDS if f != "defaults")
 
 #: trace files larger than this are refused unread (a 200,000-step trace, the default limit, is ~40 MB)
 MAX_TRACE_BYTES = 128 * 2**20
 
 
 def checksum(raw: Mapping[str, Any]) -> str:
-    """SHA-256 over the :data:`SIGNED_FIELDS` of a trace's JSON form (absent fields count as null)."""
-    signed = {k: raw.get(k) for k in SIGNED_FIELDS}
+    """SHA-256 over the :data:`SIGNED_FIELDS` of a trace's JSON form (absent fields count as null).
+
+    A file of format 1 or 2 is checked over the fields its version signed, so it
+    still loads (it replays without the defaults a divergence could name).
+    """
+    old = isinstance(raw.get("version"), int) and raw.get("version") in (1, 2)
+    signed = {k: raw.get(k) for k in (_SIGNED_BEFORE_3 if old else SIGNED_FIELDS)}
     return hashlib.sha256(json.dumps(signed, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 Scenario = Callable[..., Awaitable[object]]
@@ -83,6 +95,39 @@ def scenario_ref(scenario: Scenario) -> str:
     ref = f"{path.as_posix()}:{qualname}" if path is not None else f"{module}:{qualname}"
     _NAMED[ref] = scenario
     return ref
+
+
+def scenario_defaults(scenario: Scenario, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword parameters of ``scenario`` that ``params`` leaves to their defaults, with those defaults.
+
+    A trace stores them beside ``params`` so a replay that diverges after a
+    model's default changed can say which parameter did (a replay still runs
+    the scenario as it is called now: explicit ``params`` only). A default that
+    is not JSON is stored as its ``repr``: enough to notice a change. The first
+    parameter is the world; ``*args``/``**kwargs`` have no default to record.
+    """
+    try:
+        sig = inspect.signature(scenario)
+    except (TypeError, ValueError):  # a callable without a signature: nothing to record
+        return {}
+    out: dict[str, Any] = {}
+    for i, (name, p) in enumerate(sig.parameters.items()):
+        if i == 0 and p.kind is not p.KEYWORD_ONLY:
+            continue  # the world
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is p.empty or name in params:
+            continue
+        out[name] = _as_json(p.default)
+    return out
+
+
+def _as_json(value: Any) -> Any:
+    """``value`` when it survives a JSON round trip unchanged, else its ``repr`` (a label, compared as text)."""
+    try:
+        if json.loads(json.dumps(value)) == value:
+            return value
+    except (TypeError, ValueError):
+        pass
+    return repr(value)
 
 
 def resolve_scenario(ref: str, *, base: Path | None = None) -> Scenario:
@@ -123,6 +168,9 @@ class Counterexample:
     faults: frozenset[str] | None = None
     #: what the minimality proof established, in words ("proved minimal", or what a cut proof covered)
     proof: str = ""
+    #: the scenario's parameters left to their defaults, with the values they had when the run was recorded
+    #: (None: a trace of format 1 or 2, which did not record them)
+    defaults: dict[str, Any] | None = None
 
     @property
     def deviations(self) -> int:
@@ -173,35 +221,86 @@ class Counterexample:
         return out
 
     def _check_same(self, out: RunOutcome) -> None:
+        found = self.divergence(out)
+        if found is not None:
+            step, why = found
+            raise ReplayDivergence(why, step=step)
+
+    def divergence(self, out: RunOutcome) -> tuple[int, str] | None:
+        """Where and why the run ``out`` left this trace: ``(step, "diverged at step N because ...")``, or None.
+
+        When the scenario's defaults changed since the trace was recorded, the
+        reason names each changed parameter: that is the likeliest cause, and the
+        step alone would not point to it.
+        """
         old, new = self.trace, out.trace
+        why: str | None = None
+        step = 0
         for i in range(min(len(old), len(new))):
             if not old[i].same_action(new[i]) or old[i].choice != new[i].choice:
-                raise ReplayDivergence(
-                    f"the replay diverged at step {old[i].step}: the trace recorded "
-                    f"'{old[i].actor}: {old[i].label}' (choice {old[i].choice} of {old[i].enabled}) but the scenario "
-                    f"now offers '{new[i].actor}: {new[i].label}' (choice {new[i].choice} of {new[i].enabled}). "
-                    "The scenario changed since this trace was saved; re-run the hunt to get a fresh counterexample.",
-                    step=old[i].step,
+                step = old[i].step
+                why = (
+                    f"diverged at step {step} because the trace recorded '{old[i].actor}: {old[i].label}' "
+                    f"(choice {old[i].choice} of {old[i].enabled}) but the scenario now offers "
+                    f"'{new[i].actor}: {new[i].label}' (choice {new[i].choice} of {new[i].enabled})"
                 )
-        if len(old) != len(new) or not self.violation.same_bug(out.violation):
+                break
+        if why is None and (len(old) != len(new) or not self.violation.same_bug(out.violation)):
             step = min(len(old), len(new)) + 1
             now = out.violation.describe() if out.violation else "no violation"
-            raise ReplayDivergence(
-                f"the replay diverged at step {step}: the trace ended after {len(old)} steps with "
-                f"'{self.violation.describe()}', the scenario now ends after {len(new)} steps with '{now}'. "
-                "The scenario changed since this trace was saved; re-run the hunt to get a fresh counterexample.",
-                step=step,
+            why = (
+                f"diverged at step {step} because the trace ended after {len(old)} steps with "
+                f"'{self.violation.describe()}' and the scenario now ends after {len(new)} steps with '{now}'"
             )
+        if why is None:
+            return None
+        changed = self.changed_defaults()
+        if changed:
+            return step, (
+                f"{why}; {'; '.join(changed)} since the trace was saved. Restore the default, or re-run the hunt "
+                "to get a fresh counterexample."
+            )
+        return step, f"{why}. The scenario changed since this trace was saved; re-run the hunt to get a fresh counterexample."
+
+    def changed_defaults(self) -> list[str]:
+        """Each recorded default that the scenario no longer has, in words (empty when unknown or unchanged)."""
+        if self.defaults is None:
+            return []
+        try:
+            fn = resolve_scenario(self.scenario)
+        except HarnessError:
+            return []
+        now = scenario_defaults(fn, self.params)
+        out = []
+        for name in sorted(set(self.defaults) | set(now)):
+            if name not in now:
+                out.append(f"the parameter '{name}' (recorded default {self.defaults[name]!r}) no longer has a default")
+            elif name not in self.defaults:
+                out.append(f"the parameter '{name}' is new (default {now[name]!r})")
+            elif now[name] != self.defaults[name]:
+                out.append(f"the default of parameter '{name}' changed from {self.defaults[name]!r} to {now[name]!r}")
+        return out
 
     # ------------------------------------------------------------- program
     def program(self, *, context: int = 1) -> str:
-        """The minimal step program: every deviation with the steps around it."""
-        lines = [f"scenario {self.scenario}({_fmt_params(self.params)})"]
+        """The minimal step program: every deviation with the steps around it.
+
+        Canonical stretches fold into "... N canonical steps ...", but never a
+        step that carries the story: a deviation, a fault, an action a plan entry
+        names (the held action and what it waits for), or a step on an object the
+        violation names by its whole name (``x`` in "x is 1, expected 2"). Folding
+        those left a reader with "... 4 canonical steps ..." where the bug was.
+        """
+        params = {**(self.defaults or {}), **self.params}
+        lines = [f"scenario {self.scenario}({_fmt_params(params)})"]
         # the plan is what the counterexample *is*; the marked steps below are where it acted
         lines.extend(f"  plan: {e.describe()}" for e in self.plan or ())
-        keep: set[int] = set()
         recs = list(self.trace)
+        story = self.story_steps()
+        keep: set[int] = set()
         for i, r in enumerate(recs):
+            if r.step in story:
+                keep.add(i)
             if r.choice:
                 keep.update(range(max(0, i - context), min(len(recs), i + context + 1)))
         keep.update(range(max(0, len(recs) - 2), len(recs)))
@@ -216,6 +315,27 @@ class Counterexample:
         lines.append(f"  => {self.violation.describe()}")
         return "\n".join(lines)
 
+    def story_steps(self) -> set[int]:
+        """The steps :meth:`program` never folds (see there), by step number."""
+        idents: set[tuple[str, str, str | None]] = set()
+        for e in self.plan or ():
+            for ident in (getattr(e, "what", None), getattr(e, "until", None), getattr(e, "at", None)):
+                if isinstance(ident, Ident):
+                    idents.add((ident.actor, ident.label, ident.key))
+        text = f"{self.violation.message}\n{self.violation.name}"
+        named: dict[str, bool] = {}
+        out: set[int] = set()
+        for r in self.trace:
+            if r.choice or r.kind == "fault" or (r.actor, identity_label(r.label), r.key) in idents:
+                out.add(r.step)
+            elif r.key is not None:
+                hit = named.get(r.key)
+                if hit is None:
+                    hit = named[r.key] = _names(text, r.key)
+                if hit:
+                    out.add(r.step)
+        return out
+
     # ------------------------------------------------------------ save/load
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -223,6 +343,7 @@ class Counterexample:
             "version": FORMAT_VERSION,
             "scenario": self.scenario,
             "params": self.params,
+            "defaults": self.defaults,
             "strategy": self.strategy,
             "seed": self.seed,
             "limits": {"max_steps": self.limits.max_steps, "max_time": self.limits.max_time},
@@ -312,6 +433,7 @@ class Counterexample:
                 plan=None if raw.get("plan") is None else tuple(entry_from_json(e) for e in raw["plan"]),
                 faults=None if raw.get("faults") is None else frozenset(str(k) for k in raw["faults"]),
                 proof=str(raw.get("proof") or ""),
+                defaults=None if raw.get("defaults") is None else dict(raw["defaults"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise TraceFileError(f"{p} is missing or has a malformed field ({type(exc).__name__}: {exc}). {hint}") from None
@@ -342,9 +464,10 @@ class Counterexample:
     ) -> Counterexample:
         assert out.violation is not None
         ref = scenario if isinstance(scenario, str) else scenario_ref(scenario)
+        fn = scenario if not isinstance(scenario, str) else _NAMED.get(scenario)
         return cls(
             ref, dict(params), _trim(out.choices), out.trace, out.violation, strategy, seed, limits,
-            plan=plan, faults=faults,
+            plan=plan, faults=faults, defaults=None if fn is None else scenario_defaults(fn, params),
         )
 
 
@@ -393,6 +516,16 @@ def _trim(choices: list[int]) -> list[int]:
     while end and choices[end - 1] == 0:
         end -= 1
     return choices[:end]
+
+
+def _names(text: str, key: str) -> bool:
+    """Whether ``text`` names the object ``key`` (``"Kind ns/name"`` or a bare name) by its whole name.
+
+    The rule of the report's object picking (``harness/report/_text.py``): ``test-a``
+    is not named by ``test-a/wl1``.
+    """
+    name = key.split(" ", 1)[1] if " " in key else key
+    return bool(name) and re.search(r"(?<![\w./-])" + re.escape(name) + r"(?![\w/-]|\.\w)", text) is not None
 
 
 def _fmt_params(params: dict[str, Any]) -> str:

@@ -172,7 +172,16 @@ class Replay(Strategy):
     plan: tuple[Entry, ...] | None = None
     proved: bool | None = None
     proof: str = ""
+    #: the trace file replayed and its counterexample: the run is checked against it step by step, and
+    #: the result reads "replayed trace FILE: same violation" or "... diverged at step N because ..."
+    source: str | None = None
+    expected: Counterexample | None = field(default=None, compare=False)
     name = "replay"
+
+    @classmethod
+    def of(cls, cx: Counterexample, source: str) -> Replay:
+        """A replay of ``cx`` (loaded from ``source``) that checks the run against it."""
+        return cls(tuple(cx.choices), cx.plan, cx.proved_minimal, cx.proof, source, cx)
 
 
 STRATEGIES = ("portfolio", "random", "pct", "hypothesis", "exhaustive", "canonical")
@@ -249,6 +258,9 @@ class Result:
     found_by: str | None = None
     #: what was explored, in words: fault kinds and the widest lag window seen
     space: str = ""
+    #: for a replay of a trace file: the file, and where the run left it (None: it did not)
+    replayed: str | None = None
+    divergence: str | None = None
 
     @property
     def found(self) -> bool:
@@ -256,6 +268,16 @@ class Result:
 
     @property
     def outcome(self) -> str:
+        if self.replayed is not None:
+            # a replay is one run of a stored trace, not a search: no run count, no seed
+            if self.divergence is not None:
+                return f"replayed trace {self.replayed}: {self.divergence}"
+            cx = self.counterexample
+            assert cx is not None  # a trace that did not diverge ended with its violation
+            return (
+                f"replayed trace {self.replayed}: same violation: {cx.violation.describe()} in {cx.deviations} "
+                f"{_plural(cx.deviations, 'deviation')}, {cx.steps} steps"
+            )
         where = f"explored {self.runs:,} {_plural(self.runs, 'run')} in {self.seconds:.2f} s"
         if self.counterexample is not None:
             cx = self.counterexample
@@ -856,6 +878,7 @@ def explore(
     early_note: str | None = None
     pct_bound: float | None = None
     proved: int | None = None
+    replay_divergence: str | None = None
     try:
         if isinstance(strat, Random):
             found = _search_random(runner, strat)
@@ -887,6 +910,9 @@ def explore(
             else:
                 out = runner.run(ReplayChooser(list(strat.choices)))
             found = out if _failed(out) else None
+            if strat.expected is not None:
+                diverged = strat.expected.divergence(out)
+                replay_divergence = diverged[1] if diverged is not None else None
         else:  # pragma: no cover - make_strategy guards this
             raise UsageError(f"unknown strategy {strat!r}")
     except KeyboardInterrupt:
@@ -914,6 +940,9 @@ def explore(
         cx = Counterexample.from_outcome(
             ref, params, best.out, strategy=strat.describe(), seed=seed, limits=limits, plan=best.plan, faults=kinds
         )
+        if isinstance(strat, Replay) and strat.expected is not None:
+            # the replayed counterexample keeps the strategy and seed that found it: a replay draws none
+            cx.strategy, cx.seed, cx.meta = strat.expected.strategy, strat.expected.seed, dict(strat.expected.meta)
         cx.proved_minimal = best.proved
         cx.proof = best.proof
         if best.proved is None and best.proof:
@@ -943,6 +972,8 @@ def explore(
         notes=notes,
         found_by=found_by,
         space=runner.space(),
+        replayed=strat.source if isinstance(strat, Replay) else None,
+        divergence=replay_divergence,
     )
 
 

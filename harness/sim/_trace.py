@@ -15,8 +15,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: 2: counterexamples carry a plan (named deviations) beside the positional choices; waits and faults are records
-FORMAT_VERSION = 2
+#: 2: counterexamples carry a plan (named deviations) beside the positional choices; waits and faults are records;
+#: 3: a trace file records the scenario's defaults beside its explicit parameters (a divergence can name one)
+FORMAT_VERSION = 3
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,3 +35,11 @@ async def order_violation(world: World, *, fixed: bool = False) -> None:
     world.spawn("publisher", publisher)
     world.spawn("consumer", consumer)
     world.spawn("noise", noise)
+
+
+@scenario
+async def lost_update(world: World, *, fixed: bool = True) -> None:
+    """A 'later version' of tests.toys.lost_update whose default of ``fixed`` became True."""
+    from tests import toys
+
+    await toys.lost_update(world, fixed=fixed)
