@@ -24,6 +24,19 @@ from ._errors import Invalid as Invalid
 from ._errors import NotFound as NotFound
 from ._errors import ProcessCrashed as ProcessCrashed
 from ._errors import ServerTimeout as ServerTimeout
+from ._events import CreateEvent as CreateEvent
+from ._events import DeleteEvent as DeleteEvent
+from ._events import EnqueueRequestForObject as EnqueueRequestForObject
+from ._events import EnqueueRequestForOwner as EnqueueRequestForOwner
+from ._events import EnqueueRequestsFromMapFunc as EnqueueRequestsFromMapFunc
+from ._events import EventHandler as EventHandler
+from ._events import Funcs as Funcs
+from ._events import GenerationChangedPredicate as GenerationChangedPredicate
+from ._events import GenericEvent as GenericEvent
+from ._events import Predicate as Predicate
+from ._events import ResourceVersionChangedPredicate as ResourceVersionChangedPredicate
+from ._events import UpdateEvent as UpdateEvent
+from ._events import watch as watch
 from ._expectations import EXPECTATIONS_TIMEOUT as EXPECTATIONS_TIMEOUT
 from ._expectations import KRUISE_EXPECTATION_TIMEOUT as KRUISE_EXPECTATION_TIMEOUT
 from ._expectations import ControllerExpectations as ControllerExpectations
@@ -63,4 +76,8 @@ __all__ = [
     "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout", "Gone", "ShutDown", "WatchEvent",
     "WorkQueue", "controller_ref", "copy_json", "default_controller_rate_limiter", "merge_patch",
     "retry_on_conflict",
+    # controller-runtime's event path (_events.py)
+    "CreateEvent", "DeleteEvent", "EnqueueRequestForObject", "EnqueueRequestForOwner", "EnqueueRequestsFromMapFunc",
+    "EventHandler", "Funcs", "GenerationChangedPredicate", "GenericEvent", "Predicate",
+    "ResourceVersionChangedPredicate", "UpdateEvent", "watch",
 ]

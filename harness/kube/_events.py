@@ -1,0 +1,244 @@
+"""controller-runtime's event path: events, predicates (event filters) and enqueuers.
+
+A controller-runtime controller does not see informer callbacks: its
+``source.Kind`` turns each ``OnAdd``/``OnUpdate``/``OnDelete`` into a
+``CreateEvent``/``UpdateEvent``/``DeleteEvent``, drops it unless **every**
+predicate passes (``WithEventFilter``, ``builder.WithPredicates``), and hands the
+rest to an event handler that maps it to work-queue keys
+(``pkg/internal/source/event_handler.go``). A filter is often exactly where a
+bug lives, so a model says it the way upstream does instead of by hand:
+
+- :class:`Funcs` (``predicate.Funcs``): a missing function passes the event.
+- :class:`GenerationChangedPredicate`: an update passes only when
+  ``metadata.generation`` changed, so status-only and metadata-only updates are
+  dropped (``pkg/predicate/predicate.go``); creates and deletes pass.
+- :class:`ResourceVersionChangedPredicate`: drops updates with an unchanged
+  resourceVersion, i.e. resync and duplicate deliveries.
+- :class:`EnqueueRequestForObject`, :class:`EnqueueRequestForOwner`
+  (``handler.EnqueueRequestForOwner``, optionally ``OnlyControllerOwner()``) and
+  :class:`EnqueueRequestsFromMapFunc` (``pkg/handler``).
+
+A relist (after 410 Gone, or the ``watch_drop`` shorthand) delivers objects the
+cache did not have as ``OnAdd``, so they reach a controller-runtime model as
+create events: a create predicate sees them, as upstream. A delete seen only
+through a relist arrives as a :class:`~harness.kube.DeletedFinalStateUnknown`;
+the source unwraps it and sets ``delete_state_unknown``, as controller-runtime's
+``EventHandler.OnDelete`` does.
+
+Requests are ``"namespace/name"`` keys (``name`` for a cluster-scoped object),
+the string a :class:`~harness.kube.Lister` takes, standing for
+``reconcile.Request{NamespacedName}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ._informer import DeletedFinalStateUnknown, Informer
+from ._objects import KubeObject
+
+
+@dataclass(frozen=True, slots=True)
+class CreateEvent:
+    """``event.CreateEvent``: an object the cache did not have (a watch ADDED, or a relist's new key)."""
+
+    object: KubeObject
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateEvent:
+    """``event.UpdateEvent``: the cached object and its successor (equal on a resync)."""
+
+    object_old: KubeObject
+    object_new: KubeObject
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteEvent:
+    """``event.DeleteEvent``; ``delete_state_unknown`` when the delete was seen only through a relist."""
+
+    object: KubeObject
+    delete_state_unknown: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GenericEvent:
+    """``event.GenericEvent``: from a channel source, never from an informer."""
+
+    object: KubeObject
+
+
+class Predicate(Protocol):
+    """``predicate.Predicate``: whether an event reaches the handler (all of a watch's predicates must pass)."""
+
+    def create(self, e: CreateEvent) -> bool: ...
+    def update(self, e: UpdateEvent) -> bool: ...
+    def delete(self, e: DeleteEvent) -> bool: ...
+    def generic(self, e: GenericEvent) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Funcs:
+    """``predicate.Funcs``: one optional function per event type; a missing one passes the event."""
+
+    create_func: Callable[[CreateEvent], bool] | None = None
+    update_func: Callable[[UpdateEvent], bool] | None = None
+    delete_func: Callable[[DeleteEvent], bool] | None = None
+    generic_func: Callable[[GenericEvent], bool] | None = None
+
+    def create(self, e: CreateEvent) -> bool:
+        return self.create_func is None or self.create_func(e)
+
+    def update(self, e: UpdateEvent) -> bool:
+        return self.update_func is None or self.update_func(e)
+
+    def delete(self, e: DeleteEvent) -> bool:
+        return self.delete_func is None or self.delete_func(e)
+
+    def generic(self, e: GenericEvent) -> bool:
+        return self.generic_func is None or self.generic_func(e)
+
+
+class GenerationChangedPredicate(Funcs):
+    """Pass an update only when ``metadata.generation`` changed (the apiserver bumps it on spec writes).
+
+    Upstream's warning applies: a status-only update (what a controller waiting
+    for another's status needs) and a label or finalizer change are dropped.
+    """
+
+    def update(self, e: UpdateEvent) -> bool:
+        return e.object_new.generation != e.object_old.generation
+
+
+class ResourceVersionChangedPredicate(Funcs):
+    """Pass an update only when the resourceVersion changed: drops resyncs and duplicate deliveries."""
+
+    def update(self, e: UpdateEvent) -> bool:
+        return e.object_new.resource_version != e.object_old.resource_version
+
+
+# ------------------------------------------------------------------ enqueuers
+class Queue(Protocol):
+    """What an enqueuer adds to: a :class:`~harness.kube.WorkQueue` (``Controller.queue``)."""
+
+    def add(self, item: str) -> None: ...
+
+
+def request_of(obj: KubeObject) -> str:
+    """``reconcile.Request`` for ``obj``: its ``namespace/name`` key."""
+    return obj.key
+
+
+class EventHandler(Protocol):
+    """``handler.EventHandler``: maps each event to requests on the queue."""
+
+    def create(self, e: CreateEvent, q: Queue) -> None: ...
+    def update(self, e: UpdateEvent, q: Queue) -> None: ...
+    def delete(self, e: DeleteEvent, q: Queue) -> None: ...
+    def generic(self, e: GenericEvent, q: Queue) -> None: ...
+
+
+class _MapHandler:
+    """An enqueuer defined by ``requests(obj)``; an update maps old and new and adds each request once."""
+
+    def requests(self, obj: KubeObject) -> Iterable[str]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _add(self, q: Queue, objs: Sequence[KubeObject]) -> None:
+        seen: dict[str, None] = {}  # insertion-ordered: the queue order never depends on a hash
+        for obj in objs:
+            for req in self.requests(obj):
+                seen.setdefault(req, None)
+        for req in seen:
+            q.add(req)
+
+    def create(self, e: CreateEvent, q: Queue) -> None:
+        self._add(q, [e.object])
+
+    def update(self, e: UpdateEvent, q: Queue) -> None:
+        self._add(q, [e.object_old, e.object_new])
+
+    def delete(self, e: DeleteEvent, q: Queue) -> None:
+        self._add(q, [e.object])
+
+    def generic(self, e: GenericEvent, q: Queue) -> None:
+        self._add(q, [e.object])
+
+
+class EnqueueRequestForObject(_MapHandler):
+    """``handler.EnqueueRequestForObject``: the object's own key (for an update, the new object's)."""
+
+    def requests(self, obj: KubeObject) -> Iterable[str]:
+        return [request_of(obj)]
+
+    def update(self, e: UpdateEvent, q: Queue) -> None:
+        q.add(request_of(e.object_new))
+
+
+@dataclass(frozen=True)
+class EnqueueRequestForOwner(_MapHandler):
+    """``handler.EnqueueRequestForOwner``: the owners of kind ``owner_kind`` named in ``ownerReferences``.
+
+    ``only_controller`` is ``handler.OnlyControllerOwner()``. An owner is looked
+    up in the object's namespace (owners of namespaced objects are namespaced,
+    or cluster-scoped with ``cluster_scoped=True``). On an update both the old
+    and the new owners are enqueued, so an object that changed owners wakes both.
+    """
+
+    owner_kind: str
+    only_controller: bool = False
+    cluster_scoped: bool = False
+
+    def requests(self, obj: KubeObject) -> Iterable[str]:
+        out = []
+        for ref in obj.owner_references:
+            if ref.kind != self.owner_kind or (self.only_controller and not ref.controller):
+                continue
+            out.append(ref.name if self.cluster_scoped or not obj.namespace else f"{obj.namespace}/{ref.name}")
+        return out
+
+
+@dataclass(frozen=True)
+class EnqueueRequestsFromMapFunc(_MapHandler):
+    """``handler.EnqueueRequestsFromMapFunc``: ``fn(obj)`` gives the requests; an update maps old and new."""
+
+    fn: Callable[[KubeObject], Iterable[str]]
+
+    def requests(self, obj: KubeObject) -> Iterable[str]:
+        return list(self.fn(obj))
+
+
+def watch(
+    informer: Informer,
+    queue: Queue,
+    handler: EventHandler | None = None,
+    *predicates: Predicate,
+) -> None:
+    """``Controller.Watch(source.Kind(informer), handler, predicates...)`` on an informer's callbacks.
+
+    Every predicate must pass (in order; the first that fails drops the event,
+    as controller-runtime's source does); the handler (default
+    :class:`EnqueueRequestForObject`) then adds requests to ``queue``. A
+    relist's new keys arrive as creates, its missing keys as deletes with
+    ``delete_state_unknown`` (the tombstone unwrapped).
+    """
+    h: EventHandler = handler if handler is not None else EnqueueRequestForObject()
+
+    def on_add(obj: KubeObject) -> None:
+        e = CreateEvent(obj)
+        if all(p.create(e) for p in predicates):
+            h.create(e, queue)
+
+    def on_update(old: KubeObject, new: KubeObject) -> None:
+        e = UpdateEvent(old, new)
+        if all(p.update(e) for p in predicates):
+            h.update(e, queue)
+
+    def on_delete(obj: KubeObject | DeletedFinalStateUnknown) -> None:
+        e = DeleteEvent(obj.obj, True) if isinstance(obj, DeletedFinalStateUnknown) else DeleteEvent(obj)
+        if all(p.delete(e) for p in predicates):
+            h.delete(e, queue)
+
+    informer.add_event_handler(on_add, on_update, on_delete)
