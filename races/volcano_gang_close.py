@@ -45,10 +45,11 @@ job updater sends a PodGroup update for a group that is already gone (404).
 
 Oracle: no PodGroup write for a job with no tasks (the issue's efficiency point), seen
 either as a "k/0 tasks" condition persisted at the write's commit or as a write the
-scheduler sent (answered 404 after the delete). The same bug also shows at start-up,
-when the Pod informer's list lags the PodGroup informer's: one oracle, so the search
-converges on one minimal counterexample whichever path it met first. The phase stays Pending in both variants, so the fixed variant writes
-nothing (the spec's caveat: a Running group would flip to Pending and be written
+scheduler sent (answered 404 after the delete): one oracle for one bug, so the search
+converges on one minimal counterexample whichever way it met the write first. The
+scheduler opens no session before both caches have synced (``WaitForCacheSync``), so
+a lagging initial list cannot fake a job with no tasks. The phase stays Pending in both
+variants, so the fixed variant writes nothing (the spec's caveat: a Running group would flip to Pending and be written
 even after the fix). Not modelled: the Warning "Unschedulable" event that
 ``RecordJobStatusEvent`` emits in both variants, per-task pod condition updates,
 the enqueue/allocate actions and queue status updates.
