@@ -56,11 +56,13 @@ not name the kinds itself)
 from __future__ import annotations
 
 import builtins
+import inspect
 import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness._errors import UsageError
 from harness.sim import TimerHandle, World
 
 from ._apiserver import DELETED, APIServer, WatchEvent
@@ -203,8 +205,46 @@ class Informer:
     def add_event_handler(
         self, on_add: OnAdd | None = None, on_update: OnUpdate | None = None, on_delete: OnDelete | None = None
     ) -> None:
-        """``AddEventHandler(ResourceEventHandlerFuncs{...})``; add handlers before ``start``."""
+        """``AddEventHandler(ResourceEventHandlerFuncs{...})``.
+
+        Handlers are plain functions: a coroutine function (``async def``) is
+        refused here, because it would be called and never awaited (Python only
+        warns, and the run would go on as if it had run). A handler added after
+        the informer synced gets one synthetic Add per cached object, as
+        client-go's ``sharedIndexInformer.AddEventHandler`` does for a listener
+        that joins late (``shared_informer.go``); they come as scheduled steps of
+        ``"<informer>/late-handler-<n>"`` in the order the cache holds the keys,
+        each inside a ``max_lag`` window, and only to the new handler.
+        """
+        for what, fn in (("on_add", on_add), ("on_update", on_update), ("on_delete", on_delete)):
+            if fn is not None and inspect.iscoroutinefunction(fn):
+                raise UsageError(
+                    f"{self.name}: the {what} handler {getattr(fn, '__qualname__', fn)!r} is a coroutine function "
+                    "(async def), but informer handlers are called, not awaited, so its body would never run. "
+                    "Make it a plain function that enqueues a key, and await the API in the controller's "
+                    "reconcile (or in an actor it spawns)."
+                )
         self._handlers.append((on_add, on_update, on_delete))
+        if self.has_synced() and on_add is not None and self._store:
+            self._late_adds(len(self._handlers), on_add, deque(self._store.values()))
+
+    def _late_adds(self, n: int, on_add: OnAdd, todo: deque[KubeObject]) -> None:
+        """Synthetic Adds for a handler registered after sync, one scheduled step per cached object."""
+        if self._stopped or not todo:
+            return
+        obj = todo[0]
+
+        def deliver() -> None:
+            if self._stopped:
+                return
+            todo.popleft()
+            on_add(obj.deepcopy())
+            self._late_adds(n, on_add, todo)
+
+        self._world.call_later(
+            0.0, deliver, label=f"{self.name} synthetic add {obj.key} rv={obj.resource_version}",
+            actor=f"{self.name}/late-handler-{n}", key=obj.ref, window=self.max_lag,
+        )
 
     def start(self) -> None:
         """Open the watch now; the initial LIST is the informer's first scheduled step."""

@@ -124,3 +124,51 @@ def test_owner_and_map_func_enqueuers() -> None:
     by_label.update(UpdateEvent(KubeObject("Pod", "ns", "p", labels={"app": "x"}),
                                 KubeObject("Pod", "ns", "p", labels={"app": "x"})), q)
     assert q.added == ["ns/x"]  # old and new map to one request, added once
+
+
+# ------------------------------------------------------------------ item 3 (part): handlers
+def test_async_handler_is_refused_at_registration() -> None:
+    """An ``async def`` handler would be called and never awaited: refused when registered, not warned at run time."""
+    import pytest
+
+    from harness import UsageError
+
+    async def scenario(world: World) -> None:
+        api = APIServer(world)
+        inf = Informer(world, api, "Pod")
+
+        async def on_add(obj: KubeObject) -> None:  # pragma: no cover - never registered
+            await api.delete("Pod", obj.namespace, obj.name)
+
+        with pytest.raises(UsageError, match=r"the on_add handler .*on_add.* is a coroutine function .* Make it a plain"):
+            inf.add_event_handler(on_add)  # type: ignore[arg-type]
+        world.state["refused"] = True
+
+    clean(run(scenario))
+
+
+def test_late_handler_gets_synthetic_adds() -> None:
+    early: list[str] = []
+    late: list[tuple[str, int, float]] = []
+
+    async def scenario(world: World) -> None:
+        api = APIServer(world)
+        for n in ("b", "a"):
+            await api.create(KubeObject("Pod", "ns", n))
+        inf = Informer(world, api, "Pod")
+        inf.add_event_handler(lambda o: early.append(o.key))
+        inf.start()
+        await inf.wait_for_cache_sync()
+        await world.sleep(1.0)
+        inf.add_event_handler(lambda o: late.append((o.key, o.resource_version, world.now)))
+        assert late == []  # delivered as steps of their own, not inside the registering call
+        await world.sleep(1.0)
+
+    out = clean(run(scenario))
+    assert early == ["ns/b", "ns/a"]  # the first handler saw each object once: no synthetic add for it
+    assert late == [("ns/b", 1, 1.0), ("ns/a", 2, 1.0)]  # cache order, each once, to the new handler only
+    labels = [(r.actor, r.label) for r in out.trace if "synthetic" in r.label]
+    assert labels == [
+        ("informer/Pod/late-handler-2", "informer/Pod synthetic add ns/b rv=1"),
+        ("informer/Pod/late-handler-2", "informer/Pod synthetic add ns/a rv=2"),
+    ]
