@@ -543,6 +543,7 @@ def _search_hypothesis(runner: _Runner, strat: Hypothesis) -> RunOutcome | None:
 
 _CHUNK = 200
 _MIN_POOL_DRAW = 64  # room for what the canonical run never met
+_MAX_ENTRIES = 8  # more entries per draw: a late delivery is hit sooner; the plan shrinker removes the rest
 
 
 def _hypothesis_chunk(runner: _Runner, pools: _Pools, seed: int, examples: int) -> RunOutcome | None:
@@ -571,7 +572,7 @@ def _hypothesis_chunk(runner: _Runner, pools: _Pools, seed: int, examples: int) 
         suppress_health_check=list(HealthCheck),
         print_blob=False,
     )
-    @given(st.lists(entry, min_size=1, max_size=4))
+    @given(st.lists(entry, min_size=1, max_size=_MAX_ENTRIES))
     def search(raw: list[tuple[int, int, int]]) -> None:
         if runner.exhausted():
             return
