@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from .explore import Result as Result
     from .explore import explore as explore
     from .explore import scenario as scenario
+    from .report import write_counterexample_html as write_counterexample_html
+    from .report import write_index as write_index
     from .sim import Event as Event
     from .sim import Fault as Fault
     from .sim import Hold as Hold
@@ -100,6 +102,8 @@ _LAZY: dict[str, str] = {
     "precondition": "stateful",
     "rule": "stateful",
     "sampled_from": "stateful",
+    "write_counterexample_html": "report",
+    "write_index": "report",
 }
 
 
@@ -142,4 +146,5 @@ __all__ = [
     "RaceMachine", "rule", "invariant", "precondition", "integers", "sampled_from", "booleans",
     "Race", "scenario",
     "Portfolio", "Canonical", "Hold", "Fault", "Pick", "Ident",
+    "write_counterexample_html", "write_index",
 ]

@@ -13,6 +13,7 @@ from ._apiserver import MODIFIED as MODIFIED
 from ._apiserver import ORPHAN_FINALIZER as ORPHAN_FINALIZER
 from ._apiserver import APIServer as APIServer
 from ._apiserver import WatchEvent as WatchEvent
+from ._apiserver import apiservers_of as apiservers_of
 from ._apiserver import merge_patch as merge_patch
 from ._controller import Controller as Controller
 from ._controller import Result as Result
@@ -46,6 +47,7 @@ from ._gc import GarbageCollector as GarbageCollector
 from ._informer import DeletedFinalStateUnknown as DeletedFinalStateUnknown
 from ._informer import Informer as Informer
 from ._informer import Lister as Lister
+from ._informer import informers_of as informers_of
 from ._objects import BUILTIN_KINDS as BUILTIN_KINDS
 from ._objects import KubeObject as KubeObject
 from ._objects import OwnerReference as OwnerReference
@@ -75,7 +77,7 @@ __all__ = [
     "KubeObject", "Lister", "MaxOfRateLimiter", "NotFound", "OwnerReference", "ProcessCrashed", "RateLimiter",
     "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout", "Gone", "ShutDown", "WatchEvent",
     "WorkQueue", "controller_ref", "copy_json", "default_controller_rate_limiter", "merge_patch",
-    "retry_on_conflict",
+    "retry_on_conflict", "apiservers_of", "informers_of",
     # controller-runtime's event path (_events.py)
     "CreateEvent", "DeleteEvent", "EnqueueRequestForObject", "EnqueueRequestForOwner", "EnqueueRequestsFromMapFunc",
     "EventHandler", "Funcs", "GenerationChangedPredicate", "GenericEvent", "Predicate",

@@ -592,3 +592,12 @@ def _apply(target: dict[str, Any], applied: dict[str, Any]) -> dict[str, Any]:
         else:
             out[k] = copy_json(v)
     return out
+
+
+def apiservers_of(world: World) -> list[APIServer]:
+    """The apiservers a run built, in creation order: a public handle for oracles and after-run checks.
+
+    Keep the run's ``world`` (a scenario may store it) and call this once the
+    run has ended to read the final objects with ``peek``/``peek_all``.
+    """
+    return list(world.state.get("_kube_apiservers", []))

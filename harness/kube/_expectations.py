@@ -58,6 +58,16 @@ class ResourceVersionExpectation:
         first = entry[1]
         return False, self._world.now - (first or 0.0)
 
+    def get_expectations(self, uid: str) -> int | None:
+        """The resourceVersion still expected for ``uid`` (None: nothing pending), without side effects.
+
+        ``is_satisfied`` records "first found unsatisfied" and drops satisfied
+        entries; an oracle or an exposed view reads through this instead, so
+        looking never changes what the controller will see.
+        """
+        entry = self._entries.get(uid)
+        return None if entry is None else int(entry[0] or 0)
+
     def delete(self, obj: KubeObject) -> None:
         self._entries.pop(obj.uid, None)
 
@@ -90,6 +100,15 @@ class ScaleExpectations:
             return True, 0.0, {}
         first = self._first.setdefault(controller_key, self._world.now)
         return False, self._world.now - first, pending
+
+    def get_expectations(self, controller_key: str) -> dict[str, list[str]]:
+        """Pending names per action, as kruise's ``GetExpectations``: a read with no side effects.
+
+        ``satisfied_expectations`` starts the unsatisfied clock; oracles and
+        exposed views read through this so that observing changes nothing.
+        """
+        entry = self._entries.get(controller_key) or {}
+        return {a: list(names) for a, names in entry.items() if names}
 
     def delete_expectations(self, controller_key: str) -> None:
         self._entries.pop(controller_key, None)

@@ -502,3 +502,8 @@ class Informer:
                 self._notify("update", obj, obj)
         self._schedule_resync()
 
+
+
+def informers_of(world: World) -> list[Informer]:
+    """The informers a run built, in creation order (their listers hold what each cache saw last)."""
+    return list(world.state.get("_kube_informers", []))
