@@ -118,8 +118,8 @@ def test_a_second_ctrl_c_stops_at_once_and_leaves_no_half_written_file(tmp_path:
 def test_sigint_at_a_dozen_instants_of_a_buggy_hunt_always_keeps_what_was_found(tmp_path: Path) -> None:
     # the buggy variant (search, shrink, proof, report), then the fixed one (a search that finds nothing)
     started = time.monotonic()
-    # a seconds budget: the buggy search stops at its finding, the fixed one searches 4 s to interrupt
-    full = _spawn(tmp_path / "full", "both", "--budget", "4s")
+    # a seconds budget: the buggy search stops at its finding, the fixed one searches 8 s to interrupt
+    full = _spawn(tmp_path / "full", "both", "--budget", "8s")
     out, err = full.communicate(timeout=120)
     whole = time.monotonic() - started
     assert full.returncode == 0, err
@@ -132,7 +132,7 @@ def test_sigint_at_a_dozen_instants_of_a_buggy_hunt_always_keeps_what_was_found(
     seen: list[tuple[float, int | None, bool]] = []  # (instant, exit code, found before it)
     for i, at in enumerate(instants):
         folder = tmp_path / f"at{i}"
-        proc = _spawn(folder, "both", "--budget", "4s")
+        proc = _spawn(folder, "both", "--budget", "8s")
         time.sleep(at)
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
