@@ -95,16 +95,64 @@ class Record:
         return (self.kind, self.actor, self.label, self.key) == (other.kind, other.actor, other.label, other.key)
 
 
-class Trace(Sequence[Record]):
-    """An immutable sequence of records with a stable digest and JSON form."""
+def _said(what: Any) -> str:
+    """'actor: label' of an action kept by reference (an ``Option``), or the string itself."""
+    return what if isinstance(what, str) else f"{what.actor}: {what.label}"
 
-    __slots__ = ("_records",)
+
+def _record(raw: tuple[Any, ...]) -> Record:
+    """The :class:`Record` of one raw tuple as :class:`harness.sim.World` appends them.
+
+    The tuple has :class:`Record`'s fields in order, except that the words of a
+    deviation are not formatted yet: ``instead`` may be the displaced action (any
+    object with ``actor`` and ``label``, in practice its ``Option``, which never
+    changes once made), and a ``"wait"`` record's label may be ``(held, more)``,
+    the first three waiting actions and whether there were more.
+    """
+    step, time, actor, label, key, rv, choice, enabled, kind, instead = raw
+    if label.__class__ is not str:
+        held, more = label
+        label = f"let time pass while {', '.join(_said(o) for o in held)}{' ...' if more else ''} wait"
+    if instead is not None and instead.__class__ is not str:
+        instead = _said(instead)
+    return Record(step, time, actor, label, key, rv, choice, enabled, kind, instead)
+
+
+class Trace(Sequence[Record]):
+    """An immutable sequence of records with a stable digest and JSON form.
+
+    A run's trace is lazy: the world hands over its raw tuples (:func:`_record`)
+    and the :class:`Record` values, with their "instead of ..." words, are built
+    the first time someone reads a record. Random and PCT searches read only the
+    step and deviation counts of most runs, and building every record of every
+    run was a fifth of a hand-off's cost (issue 13). Rejected: building records
+    in the world as it goes (the same cost, paid during the run).
+    """
+
+    __slots__ = ("_built", "_raw")
 
     def __init__(self, records: Iterable[Record] = ()) -> None:
-        self._records: tuple[Record, ...] = tuple(records)
+        self._built: tuple[Record, ...] | None = tuple(records)
+        self._raw: Sequence[tuple[Any, ...]] = ()
+
+    @classmethod
+    def _lazy(cls, raw: Sequence[tuple[Any, ...]]) -> Trace:
+        """A trace over raw record tuples (see :func:`_record`); records are built on first read."""
+        trace = cls.__new__(cls)
+        trace._built = None
+        trace._raw = raw
+        return trace
+
+    @property
+    def _records(self) -> tuple[Record, ...]:
+        built = self._built
+        if built is None:
+            built = self._built = tuple(map(_record, self._raw))
+            self._raw = ()
+        return built
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self._built) if self._built is not None else len(self._raw)
 
     def __getitem__(self, index: int) -> Record:  # type: ignore[override]
         return self._records[index]
@@ -124,12 +172,16 @@ class Trace(Sequence[Record]):
     @property
     def deviations(self) -> int:
         """Records that left the canonical run (positional count; a plan counts its entries)."""
-        return sum(1 for r in self._records if r.choice)
+        if self._built is None:
+            return sum(1 for r in self._raw if r[6])
+        return sum(1 for r in self._built if r.choice)
 
     @property
     def steps(self) -> int:
         """Actions taken (actor steps and timers), not counting decisions, faults and waits."""
-        return sum(1 for r in self._records if r.kind == "run" or r.kind == "timer")
+        if self._built is None:
+            return sum(1 for r in self._raw if r[8] == "run" or r[8] == "timer")
+        return sum(1 for r in self._built if r.kind == "run" or r.kind == "timer")
 
     def to_json(self) -> list[dict[str, Any]]:
         return [r.to_json() for r in self._records]

@@ -44,7 +44,7 @@ import trio.testing
 
 from ._oracles import first_broken_invariant, first_exceeded_bound, holds, where
 from ._plan import Ident, identity_label
-from ._trace import Record, Trace
+from ._trace import Record, Trace, _record
 
 T = TypeVar("T")
 
@@ -332,7 +332,8 @@ class World:
         self._by_name: dict[str, _Actor] = {}
         self._timers: list[TimerHandle] = []  # heap of future timers
         self._due: list[TimerHandle] = []  # timers whose time has come, in (when, seq) order
-        # raw tuples in Record field order; Records are built once, at the end (hot path)
+        # raw tuples in Record field order, deviation words unformatted (see _trace._record); a Trace
+        # builds Records only when someone reads them (hot path: random and PCT read only counts)
         self._records: list[tuple[Any, ...]] = []
         self._step = 0
         self._violation: Violation | None = None
@@ -588,7 +589,7 @@ class World:
         chooser = self._chooser
         while True:
             if self._observer is not None:
-                self._observer(self, Record(*self._records[-1]) if self._records else None)
+                self._observer(self, _record(self._records[-1]) if self._records else None)
             if self._violation is not None or self._ended:
                 return None
             if self._invariants or self._eventually or self._bounds:
@@ -615,10 +616,9 @@ class World:
                 if idx == n and can_wait:
                     self._step += 1
                     self._wait_target = getattr(chooser, "wait_until", math.inf)
-                    held = ", ".join(_describe(e[2]) for e in enabled[:3]) + (" ..." if n > 3 else "")
+                    held = tuple(e[2].option for e in enabled[:3])  # type: ignore[attr-defined]
                     self._records.append(
-                        (self._step, now, "scheduler", f"let time pass while {held} wait", None, None, idx, n + 1,
-                         "wait", _describe(enabled[0][2]))
+                        (self._step, now, "scheduler", (held, n > 3), None, None, idx, n + 1, "wait", held[0])
                     )
                     return None
                 if not 0 <= idx < n:
@@ -635,7 +635,7 @@ class World:
                     None,
                 )
                 return None
-            instead = _describe(enabled[0][2]) if idx else None
+            instead = enabled[0][2].option if idx else None  # type: ignore[attr-defined]
             size = n + 1 if can_wait else n
             if isinstance(target, TimerHandle):
                 self._records.append(
@@ -1059,7 +1059,7 @@ class World:
 
     # ------------------------------------------------------------- results
     def outcome(self) -> RunOutcome:
-        trace = Trace(Record(*r) for r in self._records)
+        trace = Trace._lazy(self._records)
         return RunOutcome(
             trace,
             self._violation,
@@ -1084,13 +1084,6 @@ def _because(ev: list[Any]) -> str:
 
 def _order_key(e: tuple[float, int, object]) -> tuple[float, int]:
     return (e[0], e[1])
-
-
-def _describe(target: object) -> str:
-    if isinstance(target, TimerHandle):
-        return f"{target.actor}: {target.label}"
-    a: _Actor = target  # type: ignore[assignment]
-    return f"{a.name}: {a.label}"
 
 
 def run_once(
