@@ -24,12 +24,31 @@ anything inside the windows is reachable. Delivering one event is one
 scheduled action labelled ``"informer/Pod deliver DELETED ns/p1 rv=12"`` (key
 ``"Pod ns/p1"``).
 
-Handlers are plain synchronous functions, as in client-go
-(``ResourceEventHandlerFuncs``), and receive copies. By default they run in the
-same step as the store update. ``handler_lag=True`` gives them their own chain
-(actor ``"<informer>/handler"``) with the same window, as client-go's
-per-listener goroutine does, so "the store is ahead of the handlers" (0.4b) is
-explorable.
+Handlers receive copies. By default they run in the same step as the store
+update (the canonical runs of the models here depend on it, and a handler that
+only enqueues a key behaves the same either way). ``handler_lag=True`` gives
+every handler its own ``processorListener`` (``shared_informer.go``): the
+indexer is updated when the delta is popped, **before** any handler runs
+(``processDeltas``), and ``distribute`` then appends the notification to each
+listener's own unbounded buffer, which that listener's goroutine drains in
+order. Here each listener is a chain of scheduled steps of its own (actor
+``"<informer>/handler"`` for the first handler, ``"<informer>/handler-<n>"``
+for the n-th), each inside a ``max_lag`` window, so "the lister is ahead of
+what a handler has seen" (0.4b) and "two handlers of one informer lag
+differently" are both explorable. A handler registered after the informer
+synced always gets a listener of its own (``"<informer>/late-handler-<n>"``),
+whose buffer starts with one synthetic Add per cached object, as
+``AddEventHandler`` on a started informer does.
+
+A listener's handler may be ``async def`` and await the API, as upstream
+handlers do (volcano's podgroup controller deletes a PodGroup inside its
+ReplicaSet handler): client-go calls handlers synchronously on the listener's
+goroutine, so while the handler waits for the apiserver that listener delivers
+nothing more, while the indexer and the other listeners go on. The awaiting
+runs in an actor named like the listener (one per async listener), so its
+requests are yield points, fault points and crash points like any other
+actor's. Without ``handler_lag`` handlers run inside the delivery step, which
+cannot await: an ``async def`` handler is refused at registration there.
 
 Faults (``world.fault`` points; the flag is the default when the search does
 not name the kinds itself)
@@ -59,11 +78,12 @@ import builtins
 import inspect
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from harness._errors import UsageError
-from harness.sim import TimerHandle, World
+from harness.sim import Queue, TimerHandle, World
 
 from ._apiserver import DELETED, APIServer, WatchEvent
 from ._errors import Gone, NotFound
@@ -134,8 +154,114 @@ class Lister:
 
 
 _Handler = tuple["OnAdd | None", "OnUpdate | None", "OnDelete | None"]
-# A pending notification: (what, old, new) with what in "add", "update", "delete".
+# A pending notification: (what, old, new) with what in "add", "update", "delete",
+# or "synthetic add" (a late listener's Add for an object already cached).
 _Note = tuple[str, "KubeObject | DeletedFinalStateUnknown | None", "KubeObject | DeletedFinalStateUnknown"]
+
+
+def _call(handler: _Handler, what: str, old: KubeObject | DeletedFinalStateUnknown | None,
+          new: KubeObject | DeletedFinalStateUnknown) -> object:
+    """Call the function of ``handler`` for one notification with copies; returns what it returned."""
+    on_add, on_update, on_delete = handler
+    if what in ("add", "synthetic add"):
+        if on_add is not None:
+            assert isinstance(new, KubeObject)
+            return on_add(new.deepcopy())
+    elif what == "update":
+        if on_update is not None:
+            assert isinstance(new, KubeObject) and isinstance(old, KubeObject)
+            return on_update(old.deepcopy(), new.deepcopy())
+    elif on_delete is not None:
+        return on_delete(
+            DeletedFinalStateUnknown(new.key, new.obj.deepcopy())
+            if isinstance(new, DeletedFinalStateUnknown)
+            else new.deepcopy()
+        )
+    return None
+
+
+class _Listener:
+    """client-go's ``processorListener``: one handler, its own buffer, its own goroutine.
+
+    ``add`` appends to the buffer (client-go's ``pendingNotifications`` ring
+    grows without bound, so ``distribute`` never waits for a slow handler);
+    the head is handled in a scheduled step of the listener's own actor, inside
+    a ``max_lag`` window, and the next one only after it returns. An ``async
+    def`` handler's coroutine is handed to the listener's actor and awaited
+    there; the listener stays busy, delivering nothing, until it returns (the
+    Go handler blocks its ``run`` goroutine the same way).
+    """
+
+    __slots__ = ("_calls", "_informer", "actor", "busy", "handler", "notes", "timer")
+
+    def __init__(self, informer: Informer, handler: _Handler, actor: str) -> None:
+        self._informer = informer
+        self.handler = handler
+        self.actor = actor
+        self.notes: deque[_Note] = deque()
+        self.timer: TimerHandle | None = None
+        self.busy = False  # an async handler is awaiting
+        self._calls: Queue[Coroutine[Any, Any, object]] | None = None
+        if any(fn is not None and inspect.iscoroutinefunction(fn) for fn in handler):
+            self._start_runner()
+
+    def _start_runner(self) -> None:
+        """The listener's goroutine as an actor, for the handler's awaits (crashes with the informer's process)."""
+        inf = self._informer
+        calls: Queue[Coroutine[Any, Any, object]] = inf._world.Queue()
+        self._calls = calls
+
+        async def serve() -> None:
+            while True:
+                coro = await calls.get(f"{inf.name} await handler")
+                try:
+                    await coro
+                finally:
+                    self.busy = False
+                    self.pump()
+
+        if inf._process is not None:
+            inf._process.spawn(self.actor, serve, daemon=True)
+        else:
+            inf._world.spawn(self.actor, serve, daemon=True)
+
+    def add(self, note: _Note) -> None:
+        self.notes.append(note)
+        if self.timer is None and not self.busy:
+            self.pump()
+
+    def pump(self) -> None:
+        inf = self._informer
+        if inf._stopped or not self.notes or self.timer is not None or self.busy:
+            return
+        what, _old, new = self.notes[0]
+        obj = new.obj if isinstance(new, DeletedFinalStateUnknown) else new
+        verb = what if what == "synthetic add" else f"handle {what}"
+        self.timer = inf._world.call_later(
+            0.0, self._handle_next, label=f"{inf.name} {verb} {obj.key} rv={obj.resource_version}",
+            actor=self.actor, key=obj.ref, window=inf.max_lag,
+        )
+
+    def _handle_next(self) -> None:
+        self.timer = None
+        inf = self._informer
+        if inf._stopped or not self.notes:
+            return
+        what, old, new = self.notes.popleft()
+        result = _call(self.handler, what, old, new)
+        if inspect.iscoroutine(result):
+            assert self._calls is not None, "a handler that returns a coroutine is refused at registration"
+            self.busy = True
+            self._calls.put_nowait(result)
+            return
+        self.pump()
+
+    def stop(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.notes.clear()
+
 
 
 class Informer:
@@ -175,7 +301,12 @@ class Informer:
         self.lister = Lister(kind, self._store)
         # Reports find the run's informers here to compare caches with the apiserver (harness.report).
         world.state.setdefault("_kube_informers", []).append(self)
+        self._process = process
+        # handlers run inside the delivery step (no handler_lag, registered before sync)
         self._handlers: list[_Handler] = []
+        # handlers with a processorListener of their own (handler_lag, or registered after sync)
+        self._listeners: list[_Listener] = []
+        self._registered = 0
         # events the server has sent and the reflector not yet delivered, with their commit times
         self._stream: deque[tuple[WatchEvent, float]] = deque()
         self._needs_list = True
@@ -186,8 +317,6 @@ class Informer:
         self._failures = 0
         self._last_failure = -math.inf
         self._timer: TimerHandle | None = None
-        self._notes: deque[_Note] = deque()
-        self._note_timer: TimerHandle | None = None
         self._resync_timer: TimerHandle | None = None
         self._stop_watch: Callable[[], None] | None = None
         self._started = False
@@ -207,44 +336,46 @@ class Informer:
     ) -> None:
         """``AddEventHandler(ResourceEventHandlerFuncs{...})``.
 
-        Handlers are plain functions: a coroutine function (``async def``) is
-        refused here, because it would be called and never awaited (Python only
-        warns, and the run would go on as if it had run). A handler added after
-        the informer synced gets one synthetic Add per cached object, as
-        client-go's ``sharedIndexInformer.AddEventHandler`` does for a listener
-        that joins late (``shared_informer.go``); they come as scheduled steps of
-        ``"<informer>/late-handler-<n>"`` in the order the cache holds the keys,
-        each inside a ``max_lag`` window, and only to the new handler.
+        With ``handler_lag=True`` the handler gets a listener of its own (see
+        the module docstring) and may be ``async def``. Without it, handlers run
+        inside the delivery step, which cannot await: a coroutine function there
+        is refused here, because it would be called and never awaited (Python
+        only warns, and the run would go on as if it had run).
+
+        A handler added after the informer synced gets a listener of its own
+        whatever ``handler_lag`` says, whose buffer starts with one synthetic Add
+        per cached object (in the order the cache holds the keys), as client-go's
+        ``sharedIndexInformer.AddEventHandler`` does for a listener that joins
+        late (``shared_informer.go``): they come as scheduled steps of
+        ``"<informer>/late-handler-<n>"``, each inside a ``max_lag`` window, only
+        to the new handler, and before any later notification to it.
         """
-        for what, fn in (("on_add", on_add), ("on_update", on_update), ("on_delete", on_delete)):
-            if fn is not None and inspect.iscoroutinefunction(fn):
-                raise UsageError(
-                    f"{self.name}: the {what} handler {getattr(fn, '__qualname__', fn)!r} is a coroutine function "
-                    "(async def), but informer handlers are called, not awaited, so its body would never run. "
-                    "Make it a plain function that enqueues a key, and await the API in the controller's "
-                    "reconcile (or in an actor it spawns)."
-                )
-        self._handlers.append((on_add, on_update, on_delete))
-        if self.has_synced() and on_add is not None and self._store:
-            self._late_adds(len(self._handlers), on_add, deque(self._store.values()))
-
-    def _late_adds(self, n: int, on_add: OnAdd, todo: deque[KubeObject]) -> None:
-        """Synthetic Adds for a handler registered after sync, one scheduled step per cached object."""
-        if self._stopped or not todo:
+        handler: _Handler = (on_add, on_update, on_delete)
+        if not self.handler_lag:
+            for what, fn in (("on_add", on_add), ("on_update", on_update), ("on_delete", on_delete)):
+                if fn is not None and inspect.iscoroutinefunction(fn):
+                    raise UsageError(
+                        f"{self.name}: the {what} handler {getattr(fn, '__qualname__', fn)!r} is a coroutine "
+                        "function (async def), but without handler_lag informer handlers run inside the delivery "
+                        "step and are called, not awaited, so its body would never run. Pass "
+                        f"Informer(..., handler_lag=True) to give each handler a listener of its own that may "
+                        "await the API (client-go's processorListener), or make it a plain function that "
+                        "enqueues a key and await the API in the controller's reconcile."
+                    )
+        self._registered += 1
+        n = self._registered
+        late = self.has_synced()
+        if not late and not self.handler_lag:
+            self._handlers.append(handler)
             return
-        obj = todo[0]
-
-        def deliver() -> None:
-            if self._stopped:
-                return
-            todo.popleft()
-            on_add(obj.deepcopy())
-            self._late_adds(n, on_add, todo)
-
-        self._world.call_later(
-            0.0, deliver, label=f"{self.name} synthetic add {obj.key} rv={obj.resource_version}",
-            actor=f"{self.name}/late-handler-{n}", key=obj.ref, window=self.max_lag,
+        actor = f"{self.name}/late-handler-{n}" if late else (
+            f"{self.name}/handler" if n == 1 else f"{self.name}/handler-{n}"
         )
+        listener = _Listener(self, handler, actor)
+        self._listeners.append(listener)
+        if late and on_add is not None:
+            for obj in self._store.values():
+                listener.add(("synthetic add", None, obj))
 
     def start(self) -> None:
         """Open the watch now; the initial LIST is the informer's first scheduled step."""
@@ -262,11 +393,12 @@ class Informer:
         self._stopped = True
         if self._stop_watch is not None:
             self._stop_watch()
-        for t in (self._timer, self._note_timer, self._resync_timer):
+        for t in (self._timer, self._resync_timer):
             if t is not None:
                 t.cancel()
         self._stream.clear()
-        self._notes.clear()
+        for listener in self._listeners:
+            listener.stop()
 
     def has_synced(self) -> bool:
         """``HasSynced``: the initial list has been delivered."""
@@ -441,51 +573,17 @@ class Informer:
     def _notify(
         self, what: str, old: KubeObject | DeletedFinalStateUnknown | None, new: KubeObject | DeletedFinalStateUnknown
     ) -> None:
-        if not self._handlers:
-            return
-        if not self.handler_lag:
-            self._run_handlers(what, old, new)
-            return
-        self._notes.append((what, old, new))
-        if self._note_timer is None:
-            self._pump_notes()
-
-    def _pump_notes(self) -> None:
-        if self._stopped or not self._notes:
-            return
-        what, _old, new = self._notes[0]
-        obj = new.obj if isinstance(new, DeletedFinalStateUnknown) else new
-        label = f"{self.name} handle {what} {obj.key} rv={obj.resource_version}"
-        self._note_timer = self._world.call_later(
-            0.0, self._handle_next, label=label, actor=f"{self.name}/handler", key=obj.ref, window=self.max_lag
-        )
-
-    def _handle_next(self) -> None:
-        self._note_timer = None
-        if self._stopped or not self._notes:
-            return
-        what, old, new = self._notes.popleft()
-        self._run_handlers(what, old, new)
-        self._pump_notes()
-
-    def _run_handlers(
-        self, what: str, old: KubeObject | DeletedFinalStateUnknown | None, new: KubeObject | DeletedFinalStateUnknown
-    ) -> None:
-        for on_add, on_update, on_delete in self._handlers:
-            if what == "add":
-                if on_add is not None:
-                    assert isinstance(new, KubeObject)
-                    on_add(new.deepcopy())
-            elif what == "update":
-                if on_update is not None:
-                    assert isinstance(new, KubeObject) and isinstance(old, KubeObject)
-                    on_update(old.deepcopy(), new.deepcopy())
-            elif on_delete is not None:
-                on_delete(
-                    DeletedFinalStateUnknown(new.key, new.obj.deepcopy())
-                    if isinstance(new, DeletedFinalStateUnknown)
-                    else new.deepcopy()
+        """``sharedProcessor.distribute``: in-step handlers run now, every listener buffers its own copy."""
+        for handler in self._handlers:
+            if inspect.iscoroutine(result := _call(handler, what, old, new)):
+                result.close()
+                raise UsageError(
+                    f"{self.name}: a handler returned a coroutine, but without handler_lag handlers are called, "
+                    "not awaited. Pass Informer(..., handler_lag=True) so it runs on a listener that awaits it, "
+                    "or make it a plain function."
                 )
+        for listener in self._listeners:
+            listener.add((what, old, new))
 
     # ---------------------------------------------------------------- resync
     def _schedule_resync(self) -> None:

@@ -126,9 +126,143 @@ def test_owner_and_map_func_enqueuers() -> None:
     assert q.added == ["ns/x"]  # old and new map to one request, added once
 
 
-# ------------------------------------------------------------------ item 3 (part): handlers
-def test_async_handler_is_refused_at_registration() -> None:
-    """An ``async def`` handler would be called and never awaited: refused when registered, not warned at run time."""
+# ------------------------------------------------------------------ item 3: listeners and handlers
+class PostponeActors:
+    """Canonical, except that steps of the named actors go last whenever anything else is enabled.
+
+    A deterministic stand-in for a strategy that holds one listener inside its
+    window while everything else runs.
+    """
+
+    def __init__(self, *actors: str) -> None:
+        self.actors = actors
+
+    def schedule(self, options: Any, now: float, can_wait: bool) -> int:
+        for i, opt in enumerate(options):
+            if opt.actor not in self.actors:
+                return int(i)
+        return 0
+
+    def choose(self, n: int, point: object) -> int:
+        return 0
+
+    def fault(self, point: object) -> bool:
+        return False
+
+
+def _create_then_update(world: World, inf: Informer) -> Any:
+    async def user() -> None:
+        api = world.state["api"]
+        obj = await api.create(KubeObject("Pod", "ns", "a"))
+        obj.status["phase"] = "Running"
+        await api.update_status(obj)
+
+    return user
+
+
+def test_lister_ahead_of_handler() -> None:
+    """The indexer is updated when a delta is popped; a listener that lags sees an older object than the lister."""
+    seen: list[tuple[str, int, int | None]] = []
+
+    async def scenario(world: World) -> None:
+        api = world.state["api"] = APIServer(world)
+        inf = Informer(world, api, "Pod", handler_lag=True)
+        inf.add_event_handler(
+            lambda o: seen.append(("add", o.resource_version, inf.lister.resource_version("ns", "a"))),
+            lambda _old, o: seen.append(("update", o.resource_version, inf.lister.resource_version("ns", "a"))),
+        )
+        inf.start()
+        await inf.wait_for_cache_sync()
+        await _create_then_update(world, inf)()
+
+    clean(run(scenario))
+    assert seen == [("add", 1, 1), ("update", 2, 2)]  # canonical: the handler keeps up with the lister
+    seen.clear()
+    out = clean(run_with(scenario, PostponeActors("informer/Pod/handler")))
+    # held: both deliveries reached the indexer before the handler ran for the first
+    assert seen == [("add", 1, 2), ("update", 2, 2)]
+    labels = [r.label for r in out.trace]
+    assert labels.index("informer/Pod deliver MODIFIED ns/a rv=2") < labels.index("informer/Pod handle add ns/a rv=1")
+
+
+def test_two_handlers_lag_independently() -> None:
+    """Each handler has its own buffer and steps: holding one listener does not hold the other."""
+    first: list[int] = []
+    second: list[tuple[int, int]] = []
+
+    async def scenario(world: World) -> None:
+        api = world.state["api"] = APIServer(world)
+        inf = Informer(world, api, "Pod", handler_lag=True)
+        inf.add_event_handler(lambda o: first.append(o.resource_version), lambda _o, n: first.append(n.resource_version))
+        inf.add_event_handler(
+            lambda o: second.append((o.resource_version, len(first))),
+            lambda _o, n: second.append((n.resource_version, len(first))),
+        )
+        inf.start()
+        await inf.wait_for_cache_sync()
+        await _create_then_update(world, inf)()
+
+    out = clean(run(scenario))
+    assert first == [1, 2] and second == [(1, 1), (2, 2)]  # canonical: in step
+    actors = {r.actor for r in out.trace if " handle " in r.label}
+    assert actors == {"informer/Pod/handler", "informer/Pod/handler-2"}
+    for held, other in (("informer/Pod/handler", "second"), ("informer/Pod/handler-2", "first")):
+        first.clear()
+        second.clear()
+        clean(run_with(scenario, PostponeActors(held)))
+        assert first == [1, 2]
+        if other == "second":  # the second handler saw both before the first saw either
+            assert second == [(1, 0), (2, 0)]
+        else:  # the first ran ahead: the second saw each event after the first had seen both
+            assert second == [(1, 2), (2, 2)]
+
+
+def test_async_handler_blocks_its_listener() -> None:
+    """An async handler awaits the API on its listener: that listener waits, the lister and other listeners do not."""
+    log: list[tuple[str, str, float]] = []
+
+    async def scenario(world: World) -> None:
+        api = APIServer(world)
+        inf = Informer(world, api, "Pod", handler_lag=True)
+
+        async def on_add(pod: KubeObject) -> None:
+            log.append(("async start", pod.name, world.now))
+            await api.create(KubeObject("ConfigMap", "ns", f"seen-{pod.name}"))  # a request from the handler
+            await world.sleep(1.0, "slow handler")
+            log.append(("async end", pod.name, world.now))
+
+        inf.add_event_handler(on_add)
+        inf.add_event_handler(lambda pod: log.append(("sync", pod.name, world.now)))
+        inf.start()
+        await inf.wait_for_cache_sync()
+        await api.create(KubeObject("Pod", "ns", "a"))
+        await api.create(KubeObject("Pod", "ns", "b"))
+        await world.step("look")
+        log.append(("lister", ",".join(inf.lister.list_keys()), world.now))
+        world.state["api"] = api
+
+    out = clean(run(scenario))
+    assert log == [
+        ("async start", "a", 0.0),
+        ("sync", "a", 0.0),
+        ("lister", "ns/a,ns/b", 0.0),  # the indexer has b while the async listener is still on a
+        ("sync", "b", 0.0),  # and so has the other listener
+        ("async end", "a", 1.0),
+        ("async start", "b", 1.0),  # b waited in the async listener's buffer until a's handler returned
+        ("async end", "b", 2.0),
+    ]
+    # the handler's request is a step of the listener's own actor
+    assert [r.label for r in out.trace if r.actor == "informer/Pod/handler" and "ConfigMap" in r.label][:2] == [
+        "create ConfigMap ns/seen-a", "response create ConfigMap ns/seen-a"]
+    for seed in range(20):  # under any schedule: b's handler never starts before a's returned
+        log.clear()
+        clean(run(scenario, seed=seed))
+        order = [(what, name) for what, name, _t in log if what.startswith("async")]
+        assert order == [("async start", "a"), ("async end", "a"), ("async start", "b"), ("async end", "b")]
+
+
+def test_async_handler_is_refused_without_a_listener() -> None:
+    """Without handler_lag an ``async def`` handler would be called and never awaited: refused when registered."""
     import pytest
 
     from harness import UsageError
@@ -140,11 +274,12 @@ def test_async_handler_is_refused_at_registration() -> None:
         async def on_add(obj: KubeObject) -> None:  # pragma: no cover - never registered
             await api.delete("Pod", obj.namespace, obj.name)
 
-        with pytest.raises(UsageError, match=r"the on_add handler .*on_add.* is a coroutine function .* Make it a plain"):
+        with pytest.raises(UsageError, match=r"the on_add handler .*on_add.* is a coroutine function .* "
+                                             r"Pass Informer\(\.\.\., handler_lag=True\)"):
             inf.add_event_handler(on_add)  # type: ignore[arg-type]
         world.state["refused"] = True
 
-    clean(run(scenario))
+    assert clean(run(scenario)).violation is None
 
 
 def test_late_handler_gets_synthetic_adds() -> None:
