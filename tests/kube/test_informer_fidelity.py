@@ -15,6 +15,7 @@ from kube_support import FaultChooser, clean, run, run_with
 from harness.kube import (
     APIServer,
     CreateEvent,
+    DeletedFinalStateUnknown,
     DeleteEvent,
     EnqueueRequestForOwner,
     EnqueueRequestsFromMapFunc,
@@ -307,3 +308,101 @@ def test_late_handler_gets_synthetic_adds() -> None:
         ("informer/Pod/late-handler-2", "informer/Pod synthetic add ns/b rv=1"),
         ("informer/Pod/late-handler-2", "informer/Pod synthetic add ns/a rv=2"),
     ]
+
+
+# ------------------------------------------------------------------ items 1-2: reflector and DeltaFIFO
+class Recording(FaultChooser):
+    """A FaultChooser that also keeps every option it was offered (to read windows)."""
+
+    def __init__(self, *prefixes: str, once: bool = True) -> None:
+        super().__init__(*prefixes, once=once)
+        self.offered: dict[str, tuple[float, float]] = {}
+
+    def schedule(self, options: Any, now: float, can_wait: bool) -> int:
+        for opt in options:
+            self.offered.setdefault(f"{opt.label}@{opt.nominal:g}", (opt.nominal, opt.latest))
+        return 0
+
+
+def _writer_model(events: list[tuple[Any, ...]], **informer: Any) -> Any:
+    """a exists; while the watch is open, a is deleted and b created then changed."""
+
+    async def scenario(world: World) -> None:
+        api = APIServer(world)
+        await api.create(KubeObject("Pod", "ns", "a"))
+        inf = Informer(world, api, "Pod", latency=1.0, **informer)
+        world.state["inf"] = inf
+        inf.add_event_handler(
+            lambda o: events.append(("add", o.key, o.resource_version)),
+            lambda old, new: events.append(("update", new.key, old.resource_version, new.resource_version)),
+            lambda o: events.append(("tombstone", o.key, o.obj.resource_version)
+                                    if isinstance(o, DeletedFinalStateUnknown) else ("delete", o.key, o.resource_version)),
+        )
+        inf.start()
+        await inf.wait_for_cache_sync()
+        await api.delete("Pod", "ns", "a")
+        b = await api.create(KubeObject("Pod", "ns", "b"))
+        await api.patch("Pod", "ns", b.name, {"spec": {"v": 2}})
+        await world.sleep(10.0)
+
+    return scenario
+
+
+WATCHED = [("add", "ns/a", 1), ("delete", "ns/a", 2), ("add", "ns/b", 3), ("update", "ns/b", 3, 4)]
+
+
+def test_watch_end_resumes_without_relist() -> None:
+    events: list[tuple[Any, ...]] = []
+    out = clean(run(_writer_model(events, watch_ends=True)))
+    assert events == WATCHED
+    events.clear()
+    chooser = FaultChooser("fault: informer/Pod watch ends")
+    out = clean(run_with(_writer_model(events, watch_ends=True), chooser))
+    assert chooser.taken == ["fault: informer/Pod watch ends before DELETED ns/a rv=2; resumes at rv=1"]
+    assert events == WATCHED  # nothing lost, nothing duplicated, no tombstone
+    labels = [r.label for r in out.trace]
+    assert labels.count("informer/Pod list") == 1 and "informer/Pod re-watch from rv=1" in labels
+
+
+def test_compaction_gives_410_then_relist_after_backoff() -> None:
+    events: list[tuple[Any, ...]] = []
+    chooser = Recording("fault: informer/Pod watch ends", "fault: informer/Pod: the server compacted")
+    out = clean(run_with(_writer_model(events, watch_ends=True, compactions=True), chooser))
+    assert chooser.taken == [
+        "fault: informer/Pod watch ends before DELETED ns/a rv=2; resumes at rv=1",
+        "fault: informer/Pod: the server compacted past rv=1 before the re-watch (410 Gone)",
+    ]
+    steps = [(r.label, r.time) for r in out.trace if r.actor == "informer/Pod"]
+    rewatch = next(t for label, t in steps if label.startswith("informer/Pod re-watch"))
+    relist = [t for label, t in steps if label == "informer/Pod list"][1]
+    assert relist == rewatch + 0.8  # client-go's first backoff, at its nominal time
+    assert chooser.offered[f"informer/Pod list@{relist:g}"] == (relist, relist + 0.8)  # jitter 1.0: up to 2x
+    # the relist's Replace: the missed delete is a tombstone, b's two states one add
+    assert events == [("add", "ns/a", 1), ("add", "ns/b", 4), ("tombstone", "ns/a", 1)]
+
+
+def test_backoff_matches_client_go() -> None:
+    """800 ms doubling to a 30 s cap; after 2 minutes without a failure it starts again at 800 ms."""
+
+    async def scenario(world: World) -> None:
+        api = APIServer(world)
+        inf = Informer(world, api, "Pod", watch_ends=True, compactions=True)
+        inf.start()
+        await inf.wait_for_cache_sync()
+        # 61 s apart: past each relist and its jitter, but within 2 minutes of the last failure;
+        # then 190 s of health before the last one
+        for i, pause in enumerate([61.0] * 8 + [190.0, 0.0]):
+            await api.create(KubeObject("Pod", "ns", f"p{i}"))  # the watch ends before it, then 410
+            await world.sleep(pause)
+        await world.sleep(61.0)
+
+    chooser = FaultChooser("fault: informer/Pod watch ends", "fault: informer/Pod: the server compacted", once=False)
+    out = clean(run_with(scenario, chooser))
+    steps = [(r.label, r.time) for r in out.trace if r.actor == "informer/Pod" and "compacted" not in r.label]
+    backoffs = []
+    for i, (label, t) in enumerate(steps):
+        if label.startswith("informer/Pod re-watch"):
+            nxt = steps[i + 1]
+            assert nxt[0] == "informer/Pod list"
+            backoffs.append(round(nxt[1] - t, 6))
+    assert backoffs == [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0, 30.0, 0.8]
