@@ -14,6 +14,7 @@ from kube_support import FaultChooser, clean, run, run_with
 
 from harness.kube import (
     APIServer,
+    ControllerProcess,
     CreateEvent,
     DeletedFinalStateUnknown,
     DeleteEvent,
@@ -260,6 +261,36 @@ def test_async_handler_blocks_its_listener() -> None:
         clean(run(scenario, seed=seed))
         order = [(what, name) for what, name, _t in log if what.startswith("async")]
         assert order == [("async start", "a"), ("async end", "a"), ("async start", "b"), ("async end", "b")]
+
+
+def test_async_handler_crashes_with_its_process() -> None:
+    """A crash while an async handler awaits ends that listener; the restarted process's listener handles it anew."""
+    log: list[tuple[str, int, float]] = []
+
+    async def scenario(world: World) -> None:
+        api = APIServer(world)
+
+        def build(proc: ControllerProcess) -> Informer:
+            inf = Informer(world, api, "Pod", handler_lag=True, process=proc)
+
+            async def on_add(pod: KubeObject) -> None:
+                log.append(("start", proc.incarnation, world.now))
+                await api.create(KubeObject("ConfigMap", "ns", f"seen-{pod.name}-{proc.incarnation}"))
+                log.append(("end", proc.incarnation, world.now))
+
+            inf.add_event_handler(on_add)
+            inf.start()
+            return inf
+
+        ControllerProcess(world, "ctl", build, crash_faults=True).start()
+        await api.create(KubeObject("Pod", "ns", "a"))
+        await world.sleep(5.0)
+
+    chooser = FaultChooser("fault: ctl crashes")
+    out = clean(run_with(scenario, chooser))
+    assert chooser.taken == ["fault: ctl crashes before create ConfigMap ns/seen-a-1"]
+    assert log == [("start", 1, 0.0), ("start", 2, 1.0), ("end", 2, 1.0)]  # the first never returned
+    assert "create ConfigMap ns/seen-a-2" in [r.label for r in out.trace if r.actor == "informer/Pod/handler#2"]
 
 
 def test_async_handler_is_refused_without_a_listener() -> None:
