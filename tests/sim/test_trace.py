@@ -1,6 +1,6 @@
 """Traces: lazy records read the same as eager ones, and digests stay byte for byte what they were.
 
-``trace_digests.json`` holds digests recorded before traces became lazy (issue 13): toys and races
+``trace_digests.json`` holds digests recorded before traces became lazy and time jumps direct (issue 13): toys and races
 under random and PCT choosers, with late deliveries ("let time pass" records), faults and
 deviations ("instead of ..." words). Digests are stored in trace files and compared across
 processes, so a change that moves one of them breaks every saved trace: regenerate the file only
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import tests.toys as toys
-from harness.sim import FaultPlacement, PCTChooser, RandomChooser, Record, RunOutcome, Trace, run_batch, run_once
+from harness.sim import FaultPlacement, PCTChooser, RandomChooser, Record, RunOutcome, Trace, World, run_batch, run_once
 from races import REGISTRY
 
 GOLDEN: dict[str, list[Any]] = json.loads((Path(__file__).parent / "trace_digests.json").read_text())
@@ -44,7 +44,11 @@ def _summary(out: RunOutcome) -> list[Any]:
     return [out.trace.digest(), out.steps, out.deviations, out.violation.name if out.violation else None, len(out.trace)]
 
 
-def test_digests_of_toys_and_races_are_the_ones_recorded_before_lazy_traces() -> None:
+@pytest.mark.parametrize("direct_time", [True, False], ids=["direct-time", "time-through-trio"])
+def test_digests_of_toys_and_races_are_the_ones_recorded_before_lazy_traces(
+    direct_time: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(World, "_direct_time", direct_time)
     seen = 0
     for label, scenario, params, faults, chooser in _cases():
         if label not in GOLDEN:

@@ -191,6 +191,80 @@ def test_fail_after_raises_too_slow_in_virtual_time() -> None:
     assert out.violation.time == 2.0
 
 
+def _deadline_scenario(seen: list[tuple[str, float]]):  # type: ignore[no-untyped-def]
+    async def scenario(world: World) -> None:
+        async def sleeper(name: str, naps: list[float]) -> None:
+            for d in naps:
+                await world.sleep(d, f"{name} nap", window=0.5)
+                seen.append((name, world.now))
+
+        async def waiter() -> None:
+            never = world.Event()
+            with world.move_on_after(2.5):  # between two time jumps
+                await never.wait()
+            seen.append(("w", world.now))
+            with trio.move_on_after(1.5):  # at t=4, where s2 wakes too
+                await never.wait()
+            seen.append(("w", world.now))
+            try:
+                with world.fail_after(0.25):  # a deadline before a sleep's end
+                    await world.sleep(1)
+            except trio.TooSlowError:
+                seen.append(("w too slow", world.now))
+            with world.move_on_after(100):  # a deadline far beyond every jump: never fires
+                await world.sleep(1)
+            seen.append(("w", world.now))
+
+        world.spawn("s1", sleeper, "s1", [1.0, 1.0, 2.0, 3.0])
+        world.spawn("s2", sleeper, "s2", [0.5, 3.5])
+        world.spawn("w", waiter)
+
+    return scenario
+
+
+def test_direct_time_jumps_keep_every_deadline_at_its_instant(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Setting the clock directly (no Trio deadline before the target) and moving it through Trio agree."""
+    canonical_seen: list[tuple[str, float]] = []
+    assert canonical(_deadline_scenario(canonical_seen)).violation is None
+    assert [t for n, t in canonical_seen if n.startswith("w")] == [2.5, 4.0, 4.25, 5.25]
+    for seed in range(12):  # late wake-ups (windows) move the jumps around the deadlines
+        runs = []
+        for direct in (True, False):
+            monkeypatch.setattr(World, "_direct_time", direct)
+            seen: list[tuple[str, float]] = []
+            out = run_once(_deadline_scenario(seen), RandomChooser(seed, lag=0.7))
+            runs.append((out.trace.digest(), out.violation, seen))
+        assert runs[0] == runs[1], seed
+
+
+def test_time_jumps_enter_trio_only_when_a_deadline_lies_on_the_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[float] = []
+    real = trio.sleep_until
+
+    async def counting(deadline: float) -> None:
+        calls.append(deadline)
+        await real(deadline)
+
+    monkeypatch.setattr(trio, "sleep_until", counting)
+
+    async def sleepers(world: World) -> None:
+        async def nap() -> None:
+            with world.move_on_after(1000):  # a deadline beyond every jump
+                for _ in range(5):
+                    await world.sleep(1)
+
+        world.spawn("a", nap)
+        world.spawn("b", nap)
+
+    assert canonical(sleepers).end_time == 5.0 and calls == []
+
+    async def cut_short(world: World) -> None:
+        with world.move_on_after(2.5):
+            await world.sleep(10)
+
+    assert canonical(cut_short).end_time == 2.5 and calls == [10.0]
+
+
 def test_queue_get_blocks_until_put() -> None:
     got: list[tuple[str, float]] = []
 
