@@ -366,7 +366,9 @@ def render(res: dict[str, Any]) -> str:
              f"{res['machine']}; quick={res['quick']}; live time scale {res['settings']['time_scale']} s per virtual s", ""]
     parts += ["## 1. Runtime throughput", ""]
     parts.append(_table(["metric", "measured", "target", ""], [
-        [r["metric"], _num(r["value"], "{:,.1f}"), r["target"], _mark(r["ok"])] for r in s["runtime"]]))
+        [r["metric"] + (f" ({r['detail']})" if r.get("detail") else ""),
+         _num(r["value"], "{:.2f}x" if r.get("ratio") else "{:,.1f}"), r["target"], _mark(r["ok"])]
+        for r in s["runtime"]]))
     parts += ["", f"## 2. Time to first failure (buggy variants; search only, no shrink; {res['settings']['seeds']} seeds; "
               f"cap {res['settings']['search_cap']:g} s per search; runs and s as median [min-max])", ""]
     parts.append(_table(["race", "strategy", "time to failure", "target", ""], [

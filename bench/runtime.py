@@ -4,18 +4,22 @@
   ``async def`` coroutine loop doing the same number of switches;
 - whole 3-actor x 10-step executions/s under ``random`` (one trio.run each);
 - ``hypothesis`` examples/s on the same toy;
-- shrink time and examples of the 2-deviation toy.
+- shrink time and examples of the 2-deviation toy;
+- issue 13's speed-ups as ratios, each path measured in this run (alternating, best of three):
+  lazy traces against building every record of every run, direct time jumps against moving
+  time through ``trio.sleep_until``, and both on a real hunt's runs (``volcano_deleted_jobs``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import types
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import harness as h
-from harness.sim import RandomChooser, World, run_once
+from harness.sim import RandomChooser, RunOutcome, World, run_once
 
 
 @types.coroutine
@@ -119,6 +123,85 @@ def executions_batched(n: int) -> float:
     return count[0] / (time.perf_counter() - t)
 
 
+@contextlib.contextmanager
+def old_paths(eager_trace: bool = False, time_through_trio: bool = False) -> Iterator[None]:
+    """The paths issue 13 replaced, for side-by-side ratios: every record built, every jump through Trio.
+
+    Building the records when the run ends is what ``World.outcome`` did before traces were lazy
+    (``list(trace)`` builds them all, "instead of" words included).
+    """
+    saved_outcome, saved_direct = World.outcome, World._direct_time
+
+    def eager_outcome(self: World) -> RunOutcome:
+        out = saved_outcome(self)
+        list(out.trace)
+        return out
+
+    try:
+        if eager_trace:
+            World.outcome = eager_outcome  # type: ignore[method-assign]
+        if time_through_trio:
+            World._direct_time = False
+        yield
+    finally:
+        World.outcome = saved_outcome  # type: ignore[method-assign]
+        World._direct_time = saved_direct
+
+
+def _best_ratio(new: Callable[[], float], old: Callable[[], float], **paths: bool) -> tuple[float, float]:
+    """(new rate, new / old) over three alternating rounds, the best rate of each path."""
+    news: list[float] = []
+    olds: list[float] = []
+    for _ in range(3):
+        news.append(new())
+        with old_paths(**paths):
+            olds.append(old())
+    return max(news), max(news) / max(olds)
+
+
+async def sleepers(world: World) -> None:
+    """3 actors sleeping 40 times each at different periods: nearly every step follows a time jump."""
+
+    async def actor(period: float) -> None:
+        for _ in range(40):
+            await world.sleep(period)
+
+    for i, period in enumerate((1.0, 1.3, 1.7)):
+        world.spawn(f"s{i}", actor, period)
+
+
+def time_jumps(n: int) -> float:
+    """Executions/s of :func:`sleepers`, many per trio.run."""
+    from harness.sim import run_batch
+
+    count = [0]
+
+    def keep_going(_out: object) -> bool:
+        count[0] += 1
+        return count[0] < n
+
+    t = time.perf_counter()
+    run_batch(sleepers, (RandomChooser(i) for i in range(n)), keep_going)
+    return count[0] / (time.perf_counter() - t)
+
+
+def race_runs(name: str, n: int) -> float:
+    """Executions/s of a registered race's fixed variant under ``random`` (as its hunt runs them)."""
+    from harness.sim import run_batch
+    from races import REGISTRY
+
+    race = REGISTRY[name]
+    count = [0]
+
+    def keep_going(_out: object) -> bool:
+        count[0] += 1
+        return count[0] < n
+
+    t = time.perf_counter()
+    run_batch(race.scenario, (RandomChooser(i) for i in range(n)), keep_going, params={**race.params, "fixed": True})
+    return count[0] / (time.perf_counter() - t)
+
+
 def hypothesis_examples(n: int) -> float:
     async def never(world: World) -> None:
         await toy(world)
@@ -156,6 +239,26 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         {"metric": "executions/s, random, 3x10 (many per trio.run, as explore does)", "value": eb, "target": ">= 4,000",
          "ok": eb >= 4000}
     )
+    n = 500 if quick else 3000
+    ho_new, r = _best_ratio(lambda: handoffs(3, steps // 4), lambda: handoffs(3, steps // 4), eager_trace=True)
+    rows.append({"metric": "lazy traces: hand-offs/s, lazy / every record built", "value": r, "ratio": True,
+                 "target": "> 1x", "ok": r > 1, "detail": f"{ho_new:,.0f} hand-offs/s lazy"})
+    eb_new, r = _best_ratio(lambda: executions_batched(n), lambda: executions_batched(n), eager_trace=True)
+    rows.append({"metric": "lazy traces: executions/s batched, lazy / every record built", "value": r, "ratio": True,
+                 "target": "> 1x", "ok": r > 1, "detail": f"{eb_new:,.0f} executions/s lazy"})
+    m = 100 if quick else 500
+    tj_new, r = _best_ratio(lambda: time_jumps(m), lambda: time_jumps(m), time_through_trio=True)
+    rows.append({"metric": "direct time jumps: 3 sleepers x 40 (batched), direct / through trio.sleep_until",
+                 "value": r, "ratio": True, "target": "> 1x", "ok": r > 1, "detail": f"{tj_new:,.0f} executions/s direct"})
+    k = 60 if quick else 300
+    try:
+        vd_new, r = _best_ratio(lambda: race_runs("volcano_deleted_jobs", k),
+                                lambda: race_runs("volcano_deleted_jobs", k), eager_trace=True, time_through_trio=True)
+        rows.append({"metric": "volcano_deleted_jobs fixed, random (batched): executions/s, lazy traces and direct time "
+                               "/ neither",
+                     "value": r, "ratio": True, "target": "> 1x", "ok": r > 1, "detail": f"{vd_new:,.0f} executions/s"})
+    except KeyError:
+        pass  # the race is not registered in this checkout
     hy = hypothesis_examples(300 if quick else 2000)
     rows.append({"metric": "hypothesis examples/s (deviation draws)", "value": hy, "target": ">= 250", "ok": hy >= 250})
     secs, runs, dev = shrink_toy()

@@ -20,6 +20,20 @@ def test_runtime_functions_run_at_tiny_sizes() -> None:
     assert runtime.hypothesis_examples(3) > 0
 
 
+def test_old_path_switches_run_and_restore() -> None:
+    """The issue-13 ratio rows switch the replaced paths on for one side only, and always back off."""
+    from harness.sim import World
+
+    outcome, direct = World.outcome, World._direct_time
+    with runtime.old_paths(eager_trace=True, time_through_trio=True):
+        assert World._direct_time is False and World.outcome is not outcome
+        assert runtime.time_jumps(2) > 0 and runtime.executions_batched(2) > 0
+    assert World.outcome is outcome and World._direct_time is direct
+    rate, ratio = runtime._best_ratio(lambda: runtime.time_jumps(2), lambda: runtime.time_jumps(2), time_through_trio=True)
+    assert rate > 0 and ratio > 0 and World._direct_time is direct
+    assert runtime.race_runs("volcano_deleted_jobs", 2) > 0
+
+
 @pytest.mark.slow
 def test_every_section_runs_and_renders() -> None:
     from races import REGISTRY
