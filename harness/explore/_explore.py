@@ -474,6 +474,7 @@ class _Pools:
         self.faults: list[Ident] = []
         self.data: list[tuple[Ident, int]] = []
         self._seen: set[tuple[str, Ident]] = set()
+        self._pos: dict[Ident, int] = {}  # first place of an action in `ran`
         self.learn(chooser)
 
     def learn(self, chooser: PlanChooser) -> None:
@@ -487,12 +488,24 @@ class _Pools:
         for ident, _n in chooser.decisions:
             self._add("held", ident, self.held, ident)
         for ident in chooser.ran:
+            if ident not in self._pos:
+                self._pos[ident] = len(self.ran)
             self._add("ran", ident, self.ran, ident)
         for ident, _k in chooser.fault_points:
             self._add("fault", ident, self.faults, ident)
         for ident, n in chooser.data_points:
             if n > 1:
                 self._add("data", ident, self.data, (ident, n))
+
+    def _after(self, what: Ident, b: int) -> Ident:
+        """The ``b``-th action after ``what`` in the order runs met them: small ``b`` is "a little late".
+
+        Counting from the held action itself (not from the start of the run)
+        makes a short postponement as cheap to draw as any other, so a late
+        delivery needs no luck in two independent draws.
+        """
+        start = self._pos.get(what, -1) + 1
+        return self.ran[(start + b) % len(self.ran)]
 
     def _add(self, pool: str, ident: Ident, into: list[Any], item: Any) -> None:
         if (pool, ident) not in self._seen:
@@ -506,7 +519,7 @@ class _Pools:
             kind = kinds[drawn % len(kinds)] if kinds else -1
             if kind == 0 and self.held:
                 what = self.held[a % len(self.held)]
-                until: Ident | None = None if b < 0 or not self.ran else self.ran[b % len(self.ran)]
+                until = None if b < 0 or not self.ran else self._after(what, b)
                 out.setdefault(("hold", what), Hold(what, until))
             elif kind == 1 and self.faults:
                 at = self.faults[a % len(self.faults)]
