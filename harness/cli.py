@@ -350,7 +350,8 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
     budget = Budget.parse(args.budget) if args.budget is not None else None
     if args.strategy is not None:
         parse_strategy(args.strategy)
-    args.faults_parsed = parse_fault_spec(args.faults) if args.faults is not None else None
+    if args.faults is not None:
+        parse_fault_spec(args.faults)  # checked before anything runs; explore() takes the text as it is
     cluster = _check_cluster(args)
     targets = _resolve_targets(list(args.targets) or list(REGISTRY), args.variant, args.param, live=False)
     out_dir = _check_report_dir(args.report_dir)
@@ -454,7 +455,7 @@ def _hunt_one(
                 budget=run_budget,
                 seed=args.seed,
                 progress=hook,
-                faults=args.faults_parsed if args.faults is not None else t.faults,
+                faults=_faults_for(args, t),
                 **t.params_by_variant[variant],
             )
         finally:
@@ -564,7 +565,7 @@ def _hunt_on_cluster(
             b = _run_budget(t, budget)
             searches.append(Search(
                 _label(t, variant), scenario_ref(t.scenario), t.params_by_variant[variant], args.strategy or t.strategy,
-                args.faults_parsed if args.faults is not None else t.faults, b.runs, b.seconds,
+                _faults_for(args, t), b.runs, b.seconds,
             ))
             order.append((t, variant))
     entries: list[Any] = []
@@ -658,6 +659,11 @@ class _LiveProgress:
             self._progress.remove_task(self._task)
             self._task = None
         self._progress.stop()
+
+
+def _faults_for(args: argparse.Namespace, t: _Target) -> str | None:
+    """``--faults`` when given, else the registered race's own fault kinds (None for other scenarios)."""
+    return str(args.faults) if args.faults is not None else t.faults
 
 
 def _json_line(e: Any, cx: Any) -> dict[str, Any]:

@@ -51,6 +51,8 @@ from ._trace import Record, Trace, _record
 T = TypeVar("T")
 
 _CANCEL = object()  # resume value meaning "a cancel scope around this wait fired"
+#: the scenario's own actor: the test that builds the cluster and plays the user (no fault points)
+MAIN_ACTOR = "main"
 
 
 class Chooser(Protocol):
@@ -855,7 +857,7 @@ class World:
         kinds = self.fault_kinds
         if not (default if kinds is None else (kind in kinds or "*" in kinds)):
             return False
-        if self._who() == "main":
+        if self._who() == MAIN_ACTOR:
             return False
         self._fault_points[kind] = self._fault_points.get(kind, 0) + 1
         point = self._point(label, key)
@@ -892,7 +894,7 @@ class World:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._watch_outside_blocks)
-                self.spawn("main", _call_with_params, scenario, self)
+                self.spawn(MAIN_ACTOR, _call_with_params, scenario, self)
                 try:
                     await self._control()
                 finally:
@@ -1061,7 +1063,7 @@ class World:
             if self._advancing or self._stopping:
                 await trio.sleep(0)
                 continue
-            who = self._current.name if self._current is not None else "main"
+            who = self._current.name if self._current is not None else MAIN_ACTOR
             self._fail(
                 "blocked-outside",
                 "blocked outside the harness",
