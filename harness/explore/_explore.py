@@ -39,60 +39,30 @@ from __future__ import annotations
 import functools
 import itertools
 import random
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import UsageError
-from .._interrupt import stop_requested
 from .._options import STRATEGY_FORMS as _STRATEGY_FORMS
-from .._options import parse_budget, parse_fault_spec, parse_strategy
+from .._options import parse_fault_spec, parse_strategy
 from ..sim import (
     ConvertingChooser,
     Entry,
-    Fault,
     FaultPlacement,
     Hold,
-    Ident,
     Limits,
     PCTChooser,
-    Pick,
     PlanChooser,
     RandomChooser,
     ReplayChooser,
     RunOutcome,
     canonical_plan,
-    run_batch,
-    run_once,
 )
 from ._counterexample import Counterexample, Scenario, scenario_ref
-
-
-# ----------------------------------------------------------------- budget
-@dataclass(frozen=True)
-class Budget:
-    """How long a search may go on: a number of runs, wall seconds, or both."""
-
-    runs: int | None = 1000
-    seconds: float | None = None
-
-    @classmethod
-    def parse(cls, text: str | int | Budget) -> Budget:
-        """``"500"`` = 500 runs, ``"30s"`` = 30 seconds."""
-        if isinstance(text, Budget):
-            return text
-        runs, seconds = parse_budget(text)  # the one validation, shared with the CLI and the plugin
-        return cls(runs=runs, seconds=seconds)
-
-    def __str__(self) -> str:
-        parts = []
-        if self.runs is not None:
-            parts.append(f"{self.runs} runs")
-        if self.seconds is not None:
-            parts.append(f"{self.seconds:g} s")
-        return " / ".join(parts) or "unbounded"
-
+from ._exhaustive import _dedup, _PlanSearch, _search_exhaustive
+from ._hypothesis import _hypothesis_chunk, _Pools, _search_hypothesis
+from ._runner import MAX_FAULTS, Budget, _failed, _mix, _plural, _Runner, describe_faults
 
 
 # ------------------------------------------------------------- strategies
@@ -227,14 +197,6 @@ def parse_faults(spec: str | Sequence[str] | frozenset[str] | None) -> frozenset
     return parse_fault_spec(spec if isinstance(spec, str) else list(spec))
 
 
-def describe_faults(kinds: frozenset[str] | None) -> str:
-    if kinds is None:
-        return "the model's own fault flags"
-    if "*" in kinds:
-        return "every fault kind"
-    return "no faults" if not kinds else "faults " + ", ".join(sorted(kinds))
-
-
 # ----------------------------------------------------------------- result
 @dataclass
 class Result:
@@ -304,128 +266,6 @@ class Result:
         return self.outcome
 
 
-def _plural(n: int, word: str) -> str:
-    return word if n == 1 else word + "s"
-
-
-# ----------------------------------------------------------------- runner
-class _Runner:
-    def __init__(
-        self,
-        scenario: Scenario,
-        params: dict[str, Any],
-        limits: Limits,
-        budget: Budget,
-        faults: frozenset[str] | None = None,
-    ) -> None:
-        self.scenario = scenario
-        self.params = params
-        self.limits = limits
-        self.budget = budget
-        self.faults = faults
-        self.runs = 0
-        self.steps = 0
-        self.started = time.perf_counter()
-        self.interrupted = False
-        self.max_steps_seen = 0
-        #: fault kinds seen (in discovery order) and the most fault points one run passed
-        self.fault_kinds_seen: list[str] = []
-        self.max_fault_points = 0
-        self.max_window = 0.0
-        #: run number and elapsed seconds of the first failing run (before any shrinking)
-        self.first_failure: tuple[int, float] | None = None
-        #: called after every run with (runs, failed so far?) -- for live progress displays
-        self.progress: Callable[[int, bool], None] | None = None
-
-    def sub(self, runs: int) -> _Runner:
-        """A runner for a sub-search (shrink, proof) with its own run budget; counts roll up via absorb()."""
-        return _Runner(self.scenario, self.params, self.limits, Budget(runs=runs), self.faults)
-
-    def absorb(self, other: _Runner) -> None:
-        self.runs += other.runs
-        self.steps += other.steps
-        self.interrupted = self.interrupted or other.interrupted
-
-    def run_many(self, choosers: Iterator[Any]) -> RunOutcome | None:
-        """Runs in one ``trio.run`` until one fails or the budget is spent; the failing run, if any."""
-        found: list[RunOutcome] = []
-
-        def keep_going(out: RunOutcome) -> bool:
-            self._account(out)
-            if _failed(out):
-                found.append(out)
-                return False
-            return not self.exhausted()
-
-        if self.exhausted():
-            return None
-        try:
-            run_batch(self.scenario, choosers, keep_going, params=self.params, limits=self.limits, faults=self.faults)
-        except KeyboardInterrupt:
-            self.runs += 1
-            self.interrupted = True
-            raise
-        return found[0] if found else None
-
-    def _account(self, out: RunOutcome) -> None:
-        self.runs += 1
-        if self.first_failure is None and _failed(out):
-            self.first_failure = (self.runs, self.elapsed())
-        if self.progress is not None:
-            self.progress(self.runs, self.first_failure is not None)
-        n = out.steps
-        self.steps += n
-        if n > self.max_steps_seen:
-            self.max_steps_seen = n
-        for kind in out.fault_points:
-            if kind not in self.fault_kinds_seen:
-                self.fault_kinds_seen.append(kind)
-        points = sum(out.fault_points.values())
-        if points > self.max_fault_points:
-            self.max_fault_points = points
-        if out.max_window > self.max_window:
-            self.max_window = out.max_window
-        if out.interrupted:
-            self.interrupted = True
-
-    def run(self, chooser: Any) -> RunOutcome:
-        if stop_requested():  # Ctrl-C under the CLI: stop between runs (harness/_interrupt.py)
-            self.interrupted = True
-            raise KeyboardInterrupt
-        try:
-            out = run_once(self.scenario, chooser, params=self.params, limits=self.limits, faults=self.faults)
-        except KeyboardInterrupt:
-            self.runs += 1
-            self.interrupted = True
-            raise
-        self._account(out)
-        return out
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.started
-
-    def exhausted(self) -> bool:
-        b = self.budget
-        if self.interrupted or stop_requested():
-            self.interrupted = True
-            return True
-        if b.runs is not None and self.runs >= b.runs:
-            return True
-        return b.seconds is not None and self.elapsed() >= b.seconds
-
-    def space(self) -> str:
-        lag = f"postponements within windows of up to {self.max_window:g} s" if self.max_window else "no time windows"
-        return f"{describe_faults(self.faults)}; {lag}"
-
-
-def _failed(out: RunOutcome) -> bool:
-    return out.violation is not None and out.violation.kind != "interrupted"
-
-
-#: faults one random/PCT run may inject at most
-MAX_FAULTS = 2
-
-
 # --------------------------------------------------------------- searches
 def _placement(runner: _Runner, rng: random.Random) -> FaultPlacement:
     return FaultPlacement.draw(rng, runner.fault_kinds_seen, runner.max_fault_points or 16, MAX_FAULTS)
@@ -457,248 +297,6 @@ def _search_pct(runner: _Runner, strat: PCT) -> tuple[RunOutcome | None, float]:
     if found is not None:
         return found, 0.0
     return None, 1.0 / (seen["actors"] * seen["k"] ** (strat.depth - 1))
-
-
-class _Found(Exception):
-    def __init__(self, out: RunOutcome) -> None:
-        super().__init__(out.violation.describe() if out.violation else "failure")
-        self.out = out
-
-
-class _Pools:
-    """What a Hypothesis-drawn plan may name: the actions, fault points and data choices of the canonical run."""
-
-    def __init__(self, chooser: PlanChooser) -> None:
-        self.held: list[Ident] = []
-        self.ran: list[Ident] = []
-        self.faults: list[Ident] = []
-        self.data: list[tuple[Ident, int]] = []
-        self._seen: set[tuple[str, Ident]] = set()
-        self._pos: dict[Ident, int] = {}  # first place of an action in `ran`
-        self.learn(chooser)
-
-    def learn(self, chooser: PlanChooser) -> None:
-        """Append what a run met that no earlier run did (its order: deterministic).
-
-        A drawn program (a RaceMachine's rules, a picked branch) spawns actions
-        the canonical run never had; the pools grow so later draws can name them.
-        Earlier indexes keep their meaning, so small draws still mean "early in
-        the canonical run".
-        """
-        for ident, _n in chooser.decisions:
-            self._add("held", ident, self.held, ident)
-        for ident in chooser.ran:
-            if ident not in self._pos:
-                self._pos[ident] = len(self.ran)
-            self._add("ran", ident, self.ran, ident)
-        for ident, _k in chooser.fault_points:
-            self._add("fault", ident, self.faults, ident)
-        for ident, n in chooser.data_points:
-            if n > 1:
-                self._add("data", ident, self.data, (ident, n))
-
-    def _after(self, what: Ident, b: int) -> Ident:
-        """The ``b``-th action after ``what`` in the order runs met them: small ``b`` is "a little late".
-
-        Counting from the held action itself (not from the start of the run)
-        makes a short postponement as cheap to draw as any other, so a late
-        delivery needs no luck in two independent draws.
-        """
-        start = self._pos.get(what, -1) + 1
-        return self.ran[(start + b) % len(self.ran)]
-
-    def _add(self, pool: str, ident: Ident, into: list[Any], item: Any) -> None:
-        if (pool, ident) not in self._seen:
-            self._seen.add((pool, ident))
-            into.append(item)
-
-    def plan(self, raw: list[tuple[int, int, int]]) -> tuple[Entry, ...]:
-        out: dict[Any, Entry] = {}
-        kinds = [k for k, pool in ((0, self.held), (1, self.faults), (2, self.data)) if pool]
-        for drawn, a, b in raw:
-            kind = kinds[drawn % len(kinds)] if kinds else -1
-            if kind == 0 and self.held:
-                what = self.held[a % len(self.held)]
-                until = None if b < 0 or not self.ran else self._after(what, b)
-                out.setdefault(("hold", what), Hold(what, until))
-            elif kind == 1 and self.faults:
-                at = self.faults[a % len(self.faults)]
-                out.setdefault(("fault", at), Fault(at))
-            elif kind == 2 and self.data:
-                ident, n = self.data[a % len(self.data)]
-                out.setdefault(("pick", ident), Pick(ident, 1 + abs(b) % (n - 1)))
-        return canonical_plan(out.values())
-
-
-def _search_hypothesis(runner: _Runner, strat: Hypothesis) -> RunOutcome | None:
-    """Let Hypothesis draw plans over the canonical run's actions; its shrinker removes entries.
-
-    A runs budget is one Hypothesis search of that many examples. A seconds
-    budget runs searches of ``_CHUNK`` examples with derived seeds until the time
-    is spent: raising out of a Hypothesis test to stop it early is treated as a
-    flaky test, so we never do.
-    """
-    base = PlanChooser()
-    out = runner.run(base)
-    if _failed(out):
-        return out
-    pools = _Pools(base)
-    if runner.budget.runs is not None:
-        return _hypothesis_chunk(runner, pools, strat.seed, max(1, runner.budget.runs - runner.runs))
-    k = 0
-    while not runner.exhausted():
-        found = _hypothesis_chunk(runner, pools, _mix(strat.seed, k), _CHUNK)
-        if found is not None:
-            return found
-        k += 1
-    return None
-
-
-_CHUNK = 200
-_MIN_POOL_DRAW = 64  # room for what the canonical run never met
-_MAX_ENTRIES = 8  # more entries per draw: a late delivery is hit sooner; the plan shrinker removes the rest
-
-
-def _hypothesis_chunk(runner: _Runner, pools: _Pools, seed: int, examples: int) -> RunOutcome | None:
-    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-    from hypothesis import seed as hseed
-    from hypothesis import strategies as st
-
-    # Indexes are bounded by the pools (fixed for the search), so Hypothesis's preference for small
-    # values means "early in the canonical run" and -1 (no until: as long as the window allows).
-    # The pools grow as runs meet new actions; draws beyond a pool wrap around it.
-    if not (pools.held or pools.faults or pools.data):
-        return None
-    size = max(len(pools.held), len(pools.faults), len(pools.data), _MIN_POOL_DRAW)
-    until = st.just(-1) | st.integers(0, max(_MIN_POOL_DRAW, 2 * len(pools.ran)) - 1)
-    entry = st.tuples(st.integers(0, 2), st.integers(0, 2 * size - 1), until)
-
-    @hseed(seed)
-    @settings(
-        max_examples=max(1, examples),
-        derandomize=False,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],  # the plan shrinker and the referee minimize what is found
-        report_multiple_bugs=False,
-        verbosity=Verbosity.quiet,
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-    )
-    @given(st.lists(entry, min_size=1, max_size=_MAX_ENTRIES))
-    def search(raw: list[tuple[int, int, int]]) -> None:
-        if runner.exhausted():
-            return
-        chooser = PlanChooser(pools.plan(raw))
-        out = runner.run(chooser)
-        if _failed(out):
-            raise _Found(out)
-        pools.learn(chooser)
-
-    try:
-        search()
-    except _Found as exc:
-        return exc.out
-    return None
-
-
-# ------------------------------------------------------------- exhaustive
-class _PlanSearch:
-    """Breadth-first over plans by entry count, each level extended from the runs of the one before.
-
-    Children of a plan are: a hold of each action chosen at a decision of its
-    run (first "as long as its window allows"; that run shows which actions
-    ran meanwhile, and each becomes a sibling "until that one has run"), each
-    fault point the run passed, and each other value of its data choices.
-    A run in which an entry changed nothing is the run of a smaller plan and
-    is not counted twice. The order is deterministic, so "the first failing
-    plan with the fewest entries" is one plan whatever found the bug first.
-    """
-
-    def __init__(self, runner: _Runner, max_entries: int, accept: Callable[[RunOutcome], bool]) -> None:
-        self.runner = runner
-        self.max_entries = max_entries
-        self.accept = accept
-        self.found: tuple[RunOutcome, tuple[Entry, ...]] | None = None
-        self.complete_levels = -1  # every plan with <= this many entries was run
-        self.level_reached = 0
-
-    def run(self) -> None:
-        seen: set[frozenset[Entry]] = set()
-        level: list[tuple[Entry, ...]] = [()]
-        for depth in range(self.max_entries + 1):
-            self.level_reached = depth
-            nxt: list[tuple[Entry, ...]] = []
-            queue = list(level)
-            qi = 0
-            while qi < len(queue):
-                if self.runner.exhausted():
-                    return
-                plan = queue[qi]
-                qi += 1
-                chooser = PlanChooser(plan)
-                out = self.runner.run(chooser)
-                if chooser.inert:
-                    continue  # the same run as a smaller plan
-                if self.accept(out):
-                    self.found = (out, chooser.plan)
-                    return
-                # siblings: hold X until each action that ran while it was held
-                last = [e for e in plan if isinstance(e, Hold) and e.until is None]
-                for h in last:
-                    for y in _dedup(chooser.during.get(h.what, [])):
-                        sib = canonical_plan([*(e for e in plan if e != h), Hold(h.what, y)])
-                        key = frozenset(sib)
-                        if key not in seen:
-                            seen.add(key)
-                            queue.append(sib)
-                if depth < self.max_entries:
-                    for child in _children(plan, chooser):
-                        key = frozenset(child)
-                        if key not in seen:
-                            seen.add(key)
-                            nxt.append(child)
-            self.complete_levels = depth
-            level = nxt
-            if not level:
-                self.complete_levels = self.max_entries
-                return
-
-
-def _dedup(items: list[Ident]) -> list[Ident]:
-    out: list[Ident] = []
-    seen: set[Ident] = set()
-    for x in items:
-        if x not in seen:
-            seen.add(x)
-            out.append(x)
-    return out
-
-
-def _children(plan: tuple[Entry, ...], chooser: PlanChooser) -> list[tuple[Entry, ...]]:
-    held = {e.what for e in plan if isinstance(e, Hold)}
-    faulted = {e.at for e in plan if isinstance(e, Fault)}
-    picked = {e.at for e in plan if isinstance(e, Pick)}
-    kids: list[tuple[Entry, ...]] = []
-    for ident, _kind in chooser.fault_points:
-        if ident not in faulted:
-            kids.append(canonical_plan([*plan, Fault(ident)]))
-    for ident, _n in chooser.decisions:
-        if ident not in held:
-            kids.append(canonical_plan([*plan, Hold(ident, None)]))
-    for ident, n in chooser.data_points:
-        if ident not in picked:
-            kids.extend(canonical_plan([*plan, Pick(ident, v)]) for v in range(1, n))
-    return kids
-
-
-def _search_exhaustive(runner: _Runner, max_deviations: int) -> tuple[RunOutcome | None, bool, tuple[Entry, ...]]:
-    """Breadth-first over plans. Returns (first failure, complete?, its plan)."""
-    search = _PlanSearch(runner, max_deviations, _failed)
-    search.run()
-    if search.found is not None:
-        return search.found[0], True, search.found[1]
-    return None, search.complete_levels >= max_deviations, ()
 
 
 # --------------------------------------------------------------- shrinking
@@ -807,8 +405,15 @@ def _shrink_positional(runner: _Runner, out: RunOutcome, *, max_runs: int = 1000
     return best
 
 
-def minimize(runner: _Runner, out: RunOutcome, *, plan: tuple[Entry, ...] | None = None, proof_budget: int = 5000,
-             prove: bool = True, shrink: bool = True) -> _Minimum:
+def minimize(
+    runner: _Runner,
+    out: RunOutcome,
+    *,
+    plan: tuple[Entry, ...] | None = None,
+    proof_budget: int = 5000,
+    prove: bool = True,
+    shrink: bool = True,
+) -> _Minimum:
     """From any failing run to the canonical minimum (or as close as the budgets allow, said in words)."""
     assert out.violation is not None
     if plan is None:
@@ -900,7 +505,7 @@ def explore(
             found, pct_bound = _search_pct(runner, strat)
             pct_bound = pct_bound or None
         elif isinstance(strat, Hypothesis):
-            found = _search_hypothesis(runner, strat)
+            found = _search_hypothesis(runner, strat.seed)
         elif isinstance(strat, Portfolio):
             found, found_by = _search_portfolio(runner, strat)
         elif isinstance(strat, Exhaustive):
@@ -946,7 +551,11 @@ def explore(
         elif not runner.interrupted and not isinstance(strat, Replay):
             try:
                 best = minimize(
-                    runner, found, plan=found_plan, proof_budget=proof_budget, prove=prove_minimal,
+                    runner,
+                    found,
+                    plan=found_plan,
+                    proof_budget=proof_budget,
+                    prove=prove_minimal,
                     shrink=shrink_found,
                 )
             except KeyboardInterrupt:
@@ -1043,11 +652,6 @@ def _remaining(runner: _Runner) -> int:
 def _take_until(it: Iterator[Any], stop: Callable[[], bool]) -> Iterator[Any]:
     while not stop():
         yield next(it)
-
-
-def _mix(seed: int, i: int) -> int:
-    """A per-run seed from the search seed and the run index (stable across processes)."""
-    return (seed * 0x9E3779B1 + i * 0x85EBCA77 + 0x165667B1) & 0xFFFFFFFFFFFF
 
 
 __all__ = [

@@ -1,0 +1,107 @@
+"""The exhaustive referee: every plan with 0, 1, ..., k entries, breadth first."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..sim import Entry, Fault, Hold, Ident, Pick, PlanChooser, RunOutcome, canonical_plan
+from ._runner import _failed, _Runner
+
+
+# ------------------------------------------------------------- exhaustive
+class _PlanSearch:
+    """Breadth-first over plans by entry count, each level extended from the runs of the one before.
+
+    Children of a plan are: a hold of each action chosen at a decision of its
+    run (first "as long as its window allows"; that run shows which actions
+    ran meanwhile, and each becomes a sibling "until that one has run"), each
+    fault point the run passed, and each other value of its data choices.
+    A run in which an entry changed nothing is the run of a smaller plan and
+    is not counted twice. The order is deterministic, so "the first failing
+    plan with the fewest entries" is one plan whatever found the bug first.
+    """
+
+    def __init__(self, runner: _Runner, max_entries: int, accept: Callable[[RunOutcome], bool]) -> None:
+        self.runner = runner
+        self.max_entries = max_entries
+        self.accept = accept
+        self.found: tuple[RunOutcome, tuple[Entry, ...]] | None = None
+        self.complete_levels = -1  # every plan with <= this many entries was run
+        self.level_reached = 0
+
+    def run(self) -> None:
+        seen: set[frozenset[Entry]] = set()
+        level: list[tuple[Entry, ...]] = [()]
+        for depth in range(self.max_entries + 1):
+            self.level_reached = depth
+            nxt: list[tuple[Entry, ...]] = []
+            queue = list(level)
+            qi = 0
+            while qi < len(queue):
+                if self.runner.exhausted():
+                    return
+                plan = queue[qi]
+                qi += 1
+                chooser = PlanChooser(plan)
+                out = self.runner.run(chooser)
+                if chooser.inert:
+                    continue  # the same run as a smaller plan
+                if self.accept(out):
+                    self.found = (out, chooser.plan)
+                    return
+                # siblings: hold X until each action that ran while it was held
+                last = [e for e in plan if isinstance(e, Hold) and e.until is None]
+                for h in last:
+                    for y in _dedup(chooser.during.get(h.what, [])):
+                        sib = canonical_plan([*(e for e in plan if e != h), Hold(h.what, y)])
+                        key = frozenset(sib)
+                        if key not in seen:
+                            seen.add(key)
+                            queue.append(sib)
+                if depth < self.max_entries:
+                    for child in _children(plan, chooser):
+                        key = frozenset(child)
+                        if key not in seen:
+                            seen.add(key)
+                            nxt.append(child)
+            self.complete_levels = depth
+            level = nxt
+            if not level:
+                self.complete_levels = self.max_entries
+                return
+
+
+def _dedup(items: list[Ident]) -> list[Ident]:
+    out: list[Ident] = []
+    seen: set[Ident] = set()
+    for x in items:
+        if x not in seen:
+            seen.add(x)
+            out.append(x)
+    return out
+
+
+def _children(plan: tuple[Entry, ...], chooser: PlanChooser) -> list[tuple[Entry, ...]]:
+    held = {e.what for e in plan if isinstance(e, Hold)}
+    faulted = {e.at for e in plan if isinstance(e, Fault)}
+    picked = {e.at for e in plan if isinstance(e, Pick)}
+    kids: list[tuple[Entry, ...]] = []
+    for ident, _kind in chooser.fault_points:
+        if ident not in faulted:
+            kids.append(canonical_plan([*plan, Fault(ident)]))
+    for ident, _n in chooser.decisions:
+        if ident not in held:
+            kids.append(canonical_plan([*plan, Hold(ident, None)]))
+    for ident, n in chooser.data_points:
+        if ident not in picked:
+            kids.extend(canonical_plan([*plan, Pick(ident, v)]) for v in range(1, n))
+    return kids
+
+
+def _search_exhaustive(runner: _Runner, max_deviations: int) -> tuple[RunOutcome | None, bool, tuple[Entry, ...]]:
+    """Breadth-first over plans. Returns (first failure, complete?, its plan)."""
+    search = _PlanSearch(runner, max_deviations, _failed)
+    search.run()
+    if search.found is not None:
+        return search.found[0], True, search.found[1]
+    return None, search.complete_levels >= max_deviations, ()

@@ -1,0 +1,179 @@
+"""The run loop every search shares: a budget, run accounting, interrupts.
+
+A :class:`_Runner` runs one scenario under one set of parameters, limits and
+fault kinds, counts runs and steps, remembers what the runs met (fault kinds,
+windows) so verdicts can say what space was searched, and stops at the budget
+or on Ctrl-C between runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .._interrupt import stop_requested
+from .._options import parse_budget
+from ..sim import Limits, RunOutcome, run_batch, run_once
+from ._counterexample import Scenario
+
+
+# ----------------------------------------------------------------- budget
+@dataclass(frozen=True)
+class Budget:
+    """How long a search may go on: a number of runs, wall seconds, or both."""
+
+    runs: int | None = 1000
+    seconds: float | None = None
+
+    @classmethod
+    def parse(cls, text: str | int | Budget) -> Budget:
+        """``"500"`` = 500 runs, ``"30s"`` = 30 seconds."""
+        if isinstance(text, Budget):
+            return text
+        runs, seconds = parse_budget(text)  # the one validation, shared with the CLI and the plugin
+        return cls(runs=runs, seconds=seconds)
+
+    def __str__(self) -> str:
+        parts = []
+        if self.runs is not None:
+            parts.append(f"{self.runs} runs")
+        if self.seconds is not None:
+            parts.append(f"{self.seconds:g} s")
+        return " / ".join(parts) or "unbounded"
+
+
+def describe_faults(kinds: frozenset[str] | None) -> str:
+    if kinds is None:
+        return "the model's own fault flags"
+    if "*" in kinds:
+        return "every fault kind"
+    return "no faults" if not kinds else "faults " + ", ".join(sorted(kinds))
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
+
+
+# ----------------------------------------------------------------- runner
+class _Runner:
+    def __init__(
+        self,
+        scenario: Scenario,
+        params: dict[str, Any],
+        limits: Limits,
+        budget: Budget,
+        faults: frozenset[str] | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.params = params
+        self.limits = limits
+        self.budget = budget
+        self.faults = faults
+        self.runs = 0
+        self.steps = 0
+        self.started = time.perf_counter()
+        self.interrupted = False
+        self.max_steps_seen = 0
+        #: fault kinds seen (in discovery order) and the most fault points one run passed
+        self.fault_kinds_seen: list[str] = []
+        self.max_fault_points = 0
+        self.max_window = 0.0
+        #: run number and elapsed seconds of the first failing run (before any shrinking)
+        self.first_failure: tuple[int, float] | None = None
+        #: called after every run with (runs, failed so far?) -- for live progress displays
+        self.progress: Callable[[int, bool], None] | None = None
+
+    def sub(self, runs: int) -> _Runner:
+        """A runner for a sub-search (shrink, proof) with its own run budget; counts roll up via absorb()."""
+        return _Runner(self.scenario, self.params, self.limits, Budget(runs=runs), self.faults)
+
+    def absorb(self, other: _Runner) -> None:
+        self.runs += other.runs
+        self.steps += other.steps
+        self.interrupted = self.interrupted or other.interrupted
+
+    def run_many(self, choosers: Iterator[Any]) -> RunOutcome | None:
+        """Runs in one ``trio.run`` until one fails or the budget is spent; the failing run, if any."""
+        found: list[RunOutcome] = []
+
+        def keep_going(out: RunOutcome) -> bool:
+            self._account(out)
+            if _failed(out):
+                found.append(out)
+                return False
+            return not self.exhausted()
+
+        if self.exhausted():
+            return None
+        try:
+            run_batch(self.scenario, choosers, keep_going, params=self.params, limits=self.limits, faults=self.faults)
+        except KeyboardInterrupt:
+            self.runs += 1
+            self.interrupted = True
+            raise
+        return found[0] if found else None
+
+    def _account(self, out: RunOutcome) -> None:
+        self.runs += 1
+        if self.first_failure is None and _failed(out):
+            self.first_failure = (self.runs, self.elapsed())
+        if self.progress is not None:
+            self.progress(self.runs, self.first_failure is not None)
+        n = out.steps
+        self.steps += n
+        if n > self.max_steps_seen:
+            self.max_steps_seen = n
+        for kind in out.fault_points:
+            if kind not in self.fault_kinds_seen:
+                self.fault_kinds_seen.append(kind)
+        points = sum(out.fault_points.values())
+        if points > self.max_fault_points:
+            self.max_fault_points = points
+        if out.max_window > self.max_window:
+            self.max_window = out.max_window
+        if out.interrupted:
+            self.interrupted = True
+
+    def run(self, chooser: Any) -> RunOutcome:
+        if stop_requested():  # Ctrl-C under the CLI: stop between runs (harness/_interrupt.py)
+            self.interrupted = True
+            raise KeyboardInterrupt
+        try:
+            out = run_once(self.scenario, chooser, params=self.params, limits=self.limits, faults=self.faults)
+        except KeyboardInterrupt:
+            self.runs += 1
+            self.interrupted = True
+            raise
+        self._account(out)
+        return out
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def exhausted(self) -> bool:
+        b = self.budget
+        if self.interrupted or stop_requested():
+            self.interrupted = True
+            return True
+        if b.runs is not None and self.runs >= b.runs:
+            return True
+        return b.seconds is not None and self.elapsed() >= b.seconds
+
+    def space(self) -> str:
+        lag = f"postponements within windows of up to {self.max_window:g} s" if self.max_window else "no time windows"
+        return f"{describe_faults(self.faults)}; {lag}"
+
+
+def _failed(out: RunOutcome) -> bool:
+    return out.violation is not None and out.violation.kind != "interrupted"
+
+
+#: faults one random/PCT run may inject at most
+MAX_FAULTS = 2
+
+
+def _mix(seed: int, i: int) -> int:
+    """A per-run seed from the search seed and the run index (stable across processes)."""
+    return (seed * 0x9E3779B1 + i * 0x85EBCA77 + 0x165667B1) & 0xFFFFFFFFFFFF
