@@ -223,11 +223,17 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-def _list() -> int:
-    from races import REGISTRY
+def _registered() -> dict[str, Any]:
+    """The registered races, found through their entry points as a user's own package's are."""
+    from .explore import registered_races
 
-    width = max((len(n) for n in REGISTRY), default=10)
-    for name, race in REGISTRY.items():
+    return registered_races()
+
+
+def _list() -> int:
+    registry = _registered()
+    width = max((len(n) for n in registry), default=10)
+    for name, race in registry.items():
         tag = "  [known open]" if race.known_open else ""
         print(f"{name:<{width}}  {race.upstream}  {race.title}{tag}")
     return 0
@@ -254,8 +260,6 @@ class _Target:
 
 def _resolve_targets(names: Sequence[str], variant: str | None, param_items: Sequence[str], *, live: bool) -> list[_Target]:
     """Resolve every TARGET before anything runs: a typo is exit 2, never a half-done hunt."""
-    from races import REGISTRY
-
     from .explore._scenarios import check_params, parse_params, resolve
 
     params = parse_params(param_items)
@@ -264,10 +268,11 @@ def _resolve_targets(names: Sequence[str], variant: str | None, param_items: Seq
     targets = []
     for name in names:
         if ":" not in name:
-            race = REGISTRY.get(name)
+            registry = _registered()
+            race = registry.get(name)
             if race is None:
                 raise UsageError(
-                    f"unknown race {name!r}; choose from: {', '.join(REGISTRY)} -- or name a scenario as "
+                    f"unknown race {name!r}; choose from: {', '.join(registry)} -- or name a scenario as "
                     "package.module:function or path/to/file.py:function"
                 )
             variants = (["buggy"] if live else ["buggy", "fixed"]) if variant in (None, "both") else [variant]
@@ -342,8 +347,6 @@ def _hunt(args: argparse.Namespace) -> int:
 
 
 def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
-    from races import REGISTRY
-
     from ._options import parse_fault_spec, parse_strategy
     from .explore import Budget
 
@@ -353,7 +356,13 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
     if args.faults is not None:
         parse_fault_spec(args.faults)  # checked before anything runs; explore() takes the text as it is
     cluster = _check_cluster(args)
-    targets = _resolve_targets(list(args.targets) or list(REGISTRY), args.variant, args.param, live=False)
+    names = list(args.targets) or list(_registered())
+    if not names:
+        raise UsageError(
+            "no races are registered: install the project (pip install -e .) so the race_harness.races entry "
+            "points are read, or name a scenario as package.module:function or path/to/file.py:function"
+        )
+    targets = _resolve_targets(names, args.variant, args.param, live=False)
     out_dir = _check_report_dir(args.report_dir)
     if cluster is not None:
         return _hunt_on_cluster(args, cluster, targets, budget, out_dir, kept)
