@@ -1,12 +1,73 @@
-"""Shared informers: a reflector, a lister cache, event handlers (section 0.4).
+"""Shared informers: a reflector, a FIFO of received deltas, a lister cache, event handlers (section 0.4).
 
-Follows ``k8s.io/client-go/tools/cache``: ``reflector.go`` (list, then watch
-from the list's revision; a watch that ends re-watches from the last revision
-it saw; 410 Gone or a failed call relists after a backoff),
-``delta_fifo.go`` (``Replace`` turns keys missing from a relist into
-``DeletedFinalStateUnknown``), ``shared_informer.go``
-``HandleDeltas``/``processDeltas`` (the indexer is updated **first**, then
-every handler is notified).
+Follows ``k8s.io/client-go/tools/cache``: ``reflector.go`` (``ListAndWatch``:
+list, then watch from the list's revision; ``watch``: a watch that closes is
+re-opened from ``LastSyncResourceVersion``, the revision of the last event
+*received*; an error, 410 Gone included, returns to ``RunWithContext``, which
+lists again after the backoff), ``the_real_fifo.go``/``delta_fifo.go`` (the
+queue between the reflector and the consumer, and ``Replace``), and
+``shared_informer.go``/``controller.go`` (``processDeltas``: the indexer is
+updated **first**, then every handler is notified; ``OnUpdate`` marks an update
+whose resourceVersion did not change as a *sync*, which ``distribute`` hands
+only to listeners with a resync period).
+
+Received, or not yet sent (the split a watch end explores)
+----------------------------------------------------------
+Between a commit and a handler, an event is in one of two places: **not yet
+sent** (the apiserver's watch cache, the connection) or **received**: the
+reflector's ``handleAnyWatch`` has read it, ``store.Add/Update/Delete`` has put
+it in the FIFO and ``setLastSyncResourceVersion`` has recorded its revision,
+and it waits for the consumer's ``Pop``. While the watch is open the two are
+indistinguishable: both are handed over in revision order, each inside its
+window. They differ only when the watch ends: a received delta stays in the
+FIFO and is still delivered (nothing in client-go empties the queue when a
+watch ends or a relist starts); what was not yet sent is fetched again by the
+re-watch (``events_since`` the last received revision) or replaced by the
+relist.
+
+The model: the FIFO takes an event at its commit; **popping** it (the indexer
+update and the handlers) is the scheduled action, with the event's window.
+Every event carries one fault point of each watch kind, "the watch ended
+before this event was sent", which the search decides at the first informer
+step after the commit (the event's own pop when the FIFO was empty, else the
+pop of the delta ahead of it). If it fires, that event and every later one
+are taken back out of the FIFO (nothing has seen them yet: the FIFO hands
+deltas over in order) and the reflector's ``LastSyncResourceVersion`` is the
+revision of the event before it; the deltas ahead of it stay and are popped
+in their windows. So how far reception got is a choice of the search, made
+where it can matter, and costs no step when no fault fires: without faults,
+traces are step for step those of a plain in-flight stream. (Rejected: a
+reception step per event doubles every run's steps for orders the windows
+already reach; a data choice "how many were received" at the fault makes
+every such fault two plan entries; reception at commit with a fault only "now"
+would make a watch break in the middle of a burst of commits unreachable.)
+
+Deltas are handed over **one at a time, in the order received**, as client-go
+does since v1.33 (``InOrderInformers``, GA in 1.36: ``RealFIFO`` pops one
+``Delta`` per ``Pop``). The older ``DeltaFIFO`` pops all queued deltas of a
+key at once, at the key's first place in the queue; the model does not group
+them. (The relist's coalescing is the same in both, below.)
+
+The relist (``Reflector.list`` -> ``syncWith`` -> ``Replace``)
+--------------------------------------------------------------
+The LIST's objects become ``Replaced`` deltas **behind** whatever the FIFO
+still holds, so a received delta is never lost or overtaken; they coalesce
+what the reflector missed (a create and its updates are one add; a delete and
+a re-create with the same name are one update whose UID changed). A key that
+is **known** but missing from the list gets a ``DeletedFinalStateUnknown``
+tombstone: known means queued in the FIFO (its last queued delta is not
+already a delete; the tombstone then carries the newest queued object) or in
+the indexer and not queued (the tombstone carries the indexer's object). That
+is ``RealFIFO.Replace``'s ``reconcileReplacement``, and ``DeltaFIFO.Replace``
+picks the same keys and objects. Tombstones come first, queued keys in queue
+order, then indexer keys in cache order; then the listed objects in list
+order (``reconcileReplacement``'s order; ``DeltaFIFO`` puts each ``Replaced``
+delta with its key's queued deltas instead). When the FIFO is empty the
+whole replacement is applied in the list step itself (the consumer keeps up);
+otherwise it is one delta of the FIFO, ``"informer/Pod deliver relist of 3
+objects rv=12"``, popped in its turn. A listed object whose resourceVersion
+the cache already has is a sync: its handlers hear of it only with a resync
+period.
 
 Time (a window per delivery, explored by the search)
 ----------------------------------------------------
@@ -22,7 +83,10 @@ the controllers modelled here; raise it for a loaded cluster). Deliveries of
 one informer stay in revision order; across informers and against timers,
 anything inside the windows is reachable. Delivering one event is one
 scheduled action labelled ``"informer/Pod deliver DELETED ns/p1 rv=12"`` (key
-``"Pod ns/p1"``).
+``"Pod ns/p1"``). The reflector (list, re-watch) has steps of its own under the
+same actor: the FIFO keeps being popped while the reflector re-watches or
+waits out a backoff, as client-go's ``processLoop`` and ``ListAndWatch`` are
+separate goroutines.
 
 Handlers receive copies. By default they run in the same step as the store
 update (the canonical runs of the models here depend on it, and a handler that
@@ -51,21 +115,32 @@ actor's. Without ``handler_lag`` handlers run inside the delivery step, which
 cannot await: an ``async def`` handler is refused at registration there.
 
 Faults (``world.fault`` points; the flag is the default when the search does
-not name the kinds itself)
+not name the kinds itself; README "Fault kinds" has the same table)
 ------------------------------------------------------------------
-``watch_drop`` (``watch_drops=True``)
-    the shorthand "drop and relist": the watch breaks before an event; events
-    the server had not yet delivered are replaced by a relist that coalesces
-    intermediate states, adds missed creates and tombstones missed deletes.
-``watch_end`` (``watch_ends=True``)
-    the watch ends before an event and the reflector re-watches from the last
-    revision it saw: nothing lost, nothing duplicated, only later.
-``compaction`` (``compactions=True``)
-    at a re-watch, the server has compacted past the reflector's revision: 410
-    Gone, then a relist after client-go's backoff (800 ms doubling to 30 s,
-    jitter up to the same again, reset after 2 minutes of health).
-``duplicate`` (``duplicates=True``)
-    the event is delivered twice, the second as an update with old == new.
+``watch_end`` (``watch_ends=True``), one point per event
+    "informer/Pod watch ends after rv=7; resumes at rv=7 (DELETED ns/a rv=8
+    not yet sent)": the watch closes; received deltas are still popped; the
+    reflector re-watches from the last received revision (``latency`` later,
+    inside ``max_lag``) and gets what was not sent: nothing lost, nothing
+    duplicated, only later.
+``compaction`` (``compactions=True``), at each re-watch
+    the server has compacted past the reflector's revision: 410 Gone, then a
+    relist after client-go's backoff (800 ms doubling to 30 s, jitter up to the
+    same again, reset after 2 minutes of health).
+``transient_error`` (the apiserver's ``transient_errors=True``), at each
+    re-watch and each LIST: the request fails (a timeout, which
+    ``isWatchErrorRetriable`` does not retry): the reflector relists (or lists
+    again) after the backoff.
+``watch_drop`` (``watch_drops=True``), one point per event
+    the shorthand "drop and relist": the watch ends with an error before the
+    event is sent, which is a watch end followed by a failed re-watch: received
+    deltas stay, the relist comes after the backoff and replaces what was not
+    sent.
+``duplicate`` (``duplicates=True``), at each pop
+    the event is received twice. The second is an update with an unchanged
+    resourceVersion, a sync (handlers with a resync period hear of it, others
+    do not); a second DELETED reaches every handler again (``RealFIFO`` queues
+    every delete; ``processDeltas`` calls ``OnDelete``).
 ``stale_read`` (the apiserver's ``stale_reads=True``)
     a LIST is served by a watch cache lagging ``stale_window`` seconds (a
     restarted controller that lists from a stale apiserver: "time travel");
@@ -264,6 +339,37 @@ class _Listener:
 
 
 
+class _Delta:
+    """A watch event in the FIFO: ``at`` is when it entered (its commit, or the re-watch that fetched it).
+
+    ``decided`` is False until the search has passed the event's "the watch
+    ended before it was sent" points (module docstring): undecided deltas are
+    always a suffix of the FIFO.
+    """
+
+    __slots__ = ("at", "decided", "event")
+
+    def __init__(self, event: WatchEvent, at: float, decided: bool = False) -> None:
+        self.event = event
+        self.at = at
+        self.decided = decided
+
+
+# a relist's delta: ("replaced", object) or ("tombstone", DeletedFinalStateUnknown)
+_Replacement = tuple[str, "KubeObject | DeletedFinalStateUnknown"]
+
+
+class _Replace:
+    """A relist's deltas queued behind deltas the FIFO still held (``Replace``); popped as one step."""
+
+    __slots__ = ("at", "deltas", "rv")
+
+    def __init__(self, deltas: list[_Replacement], at: float, rv: int) -> None:
+        self.deltas = deltas
+        self.at = at
+        self.rv = rv
+
+
 class Informer:
     """A shared index informer for one kind: ``start()``, ``lister``, ``add_event_handler``."""
 
@@ -307,16 +413,18 @@ class Informer:
         # handlers with a processorListener of their own (handler_lag, or registered after sync)
         self._listeners: list[_Listener] = []
         self._registered = 0
-        # events the server has sent and the reflector not yet delivered, with their commit times
-        self._stream: deque[tuple[WatchEvent, float]] = deque()
+        # deltas received and not yet popped, in the order received (RealFIFO's items)
+        self._fifo: deque[_Delta | _Replace] = deque()
+        self._undecided = 0  # how many deltas at the FIFO's tail still have their reception points to pass
         self._needs_list = True
-        self._list_at = 0.0  # nominal time of the next LIST
+        self._list_at = 0.0  # nominal time of the next LIST or re-watch
         self._list_window = self.max_lag
         self._rewatch = False  # a re-watch from _last_rv is pending
-        self._last_rv = 0
+        self._last_rv = 0  # LastSyncResourceVersion: the list's, or the last event received
         self._failures = 0
         self._last_failure = -math.inf
-        self._timer: TimerHandle | None = None
+        self._timer: TimerHandle | None = None  # the reflector's next list or re-watch
+        self._pop_timer: TimerHandle | None = None  # the consumer's next pop
         self._resync_timer: TimerHandle | None = None
         self._stop_watch: Callable[[], None] | None = None
         self._started = False
@@ -393,10 +501,11 @@ class Informer:
         self._stopped = True
         if self._stop_watch is not None:
             self._stop_watch()
-        for t in (self._timer, self._resync_timer):
+        for t in (self._timer, self._pop_timer, self._resync_timer):
             if t is not None:
                 t.cancel()
-        self._stream.clear()
+        self._fifo.clear()
+        self._undecided = 0
         for listener in self._listeners:
             listener.stop()
 
@@ -410,83 +519,154 @@ class Informer:
 
     @property
     def pending(self) -> int:
-        """Events received from the apiserver but not yet delivered."""
-        return len(self._stream)
+        """Deltas in the FIFO: committed while the watch was open (or fetched since), not yet delivered."""
+        return sum(len(d.deltas) if isinstance(d, _Replace) else 1 for d in self._fifo)
 
-    # ------------------------------------------------------------- delivery
+    # ------------------------------------------------------------ reception
     def _on_event(self, event: WatchEvent) -> None:
+        """The server commits: the event enters the FIFO, unless the watch is down (a re-watch or LIST covers it)."""
         if self._stopped or self._needs_list or self._rewatch:
-            return  # a LIST or re-watch to come covers it
-        self._stream.append((event, self._world.now))
-        if self._timer is None:
-            self._pump()
+            return
+        self._fifo.append(_Delta(event, self._world.now))
+        self._undecided += 1
+        if self._pop_timer is None:
+            self._pump_fifo()
 
+    def _decide_reception(self) -> None:
+        """Pass the "watch ended before it was sent" points of the undecided deltas, in order (module docstring).
+
+        The first that fires takes that delta and every later one back out of
+        the FIFO (they were never received; nothing has seen them) and ends the
+        watch: a re-watch from the last received revision (``watch_end``) or a
+        relist after the backoff (``watch_drop``).
+        """
+        fifo = self._fifo
+        world = self._world
+        first = len(fifo) - self._undecided
+        for i in range(first, len(fifo)):
+            d = fifo[i]
+            assert isinstance(d, _Delta)
+            ev = d.event
+            obj = ev.object
+            unsent = f"{ev.type} {obj.key} rv={obj.resource_version} not yet sent"
+            last = self._last_rv
+            drop = world.fault("watch_drop", f"{self.name} watch drops after rv={last}; relists after backoff ({unsent})",
+                               key=obj.ref, default=self.watch_drops)
+            if drop or world.fault("watch_end", f"{self.name} watch ends after rv={last}; resumes at rv={last} ({unsent})",
+                                   key=obj.ref, default=self.watch_ends):
+                while len(fifo) > i:
+                    fifo.pop()
+                self._undecided = 0
+                if drop:  # reflector.watch returns the error; RunWithContext lists again after the backoff
+                    self._relist_after_backoff()
+                else:  # the result channel closed: reflector.watch re-opens it from LastSyncResourceVersion
+                    self._rewatch = True
+                    self._list_at = world.now + self.latency
+                self._pump()
+                return
+            d.decided = True
+            self._undecided -= 1
+            self._last_rv = max(self._last_rv, obj.resource_version)
+
+    # ------------------------------------------------------------- the consumer
+    def _pump_fifo(self) -> None:
+        if self._stopped or self._pop_timer is not None or not self._fifo:
+            return
+        head = self._fifo[0]
+        if isinstance(head, _Replace):
+            n = len(head.deltas)
+            label = f"{self.name} deliver relist of {n} object{'s' if n != 1 else ''} rv={head.rv}"
+            key = None
+            rv = head.rv
+            when = head.at
+        else:
+            obj = head.event.object
+            label = f"{self.name} deliver {head.event.type} {obj.key} rv={obj.resource_version}"
+            key = obj.ref
+            rv = obj.resource_version
+            when = head.at + self.latency
+        self._pop_timer = self._world.call_at(when, self._pop, label=label, actor=self.name, key=key, rv=rv,
+                                              latest=when + self.max_lag)
+
+    def _pop(self) -> None:
+        """``Pop`` + ``processDeltas`` for the head delta (after the reception points of what came behind it)."""
+        self._pop_timer = None
+        if self._stopped or not self._fifo:
+            return
+        if self._undecided:
+            self._decide_reception()
+        if self._fifo:
+            head = self._fifo.popleft()
+            if isinstance(head, _Replace):
+                self._process_replace(head.deltas)
+            else:
+                ev = head.event
+                world = self._world
+                label = f"{self.name} delivers {ev.type} {ev.object.key} rv={ev.object.resource_version} twice"
+                if world.fault("duplicate", label, key=ev.object.ref, default=self.duplicates):
+                    self._fifo.appendleft(_Delta(ev, world.now, decided=True))
+                self._apply(ev)
+        self._pump_fifo()
+
+    def _apply(self, ev: WatchEvent) -> None:
+        obj = ev.object
+        self.delivered += 1
+        if ev.type == DELETED:
+            self.delivered_rv[obj.key] = obj.resource_version
+            old = self._store.pop(obj.key, None)
+            self._notify("delete", old, obj)
+        else:
+            self._upsert(obj)
+
+    def _upsert(self, obj: KubeObject) -> None:
+        """``processDeltas`` for Added/Updated/Replaced: update the indexer, then ``OnAdd`` or ``OnUpdate``.
+
+        An update whose resourceVersion did not change (a relisted object the
+        cache has, a duplicate) is a sync to client-go (``OnUpdate``'s
+        ``isSync``): ``distribute`` hands it only to listeners with a resync
+        period, so without one no handler hears of it.
+        """
+        key = obj.key
+        old = self._store.get(key)
+        self._store[key] = obj
+        self.delivered_rv[key] = obj.resource_version
+        if old is None:
+            self._notify("add", None, obj)
+        elif old.resource_version != obj.resource_version or self.resync_period > 0:
+            self._notify("update", old, obj)
+
+    # ------------------------------------------------------------ the reflector
     def _pump(self) -> None:
         if self._stopped or self._timer is not None:
             return
-        world = self._world
         if self._needs_list:
             label = f"{self.name} list"
-            key = None
-            rv = None
             when, latest = self._list_at, self._list_at + self._list_window
             fn = self._do_list
         elif self._rewatch:
             label = f"{self.name} re-watch from rv={self._last_rv}"
-            key, rv = None, None
             when, latest = self._list_at, self._list_at + self.max_lag
             fn = self._do_rewatch
-        elif self._stream:
-            ev, t = self._stream[0]
-            obj = ev.object
-            label = f"{self.name} deliver {ev.type} {obj.key} rv={obj.resource_version}"
-            key = obj.ref
-            rv = obj.resource_version
-            when = t + self.latency
-            latest = when + self.max_lag
-            fn = self._deliver
         else:
             return
-        self._timer = world.call_at(when, fn, label=label, actor=self.name, key=key, rv=rv, latest=latest)
-
-    def _deliver(self) -> None:
-        self._timer = None
-        if self._stopped or not self._stream:
-            return
-        ev, _t = self._stream[0]
-        world = self._world
-        head = f"{ev.type} {ev.object.key} rv={ev.object.resource_version}"
-        if world.fault("watch_drop", f"{self.name} watch drops before {head}", key=ev.object.ref,
-                       default=self.watch_drops):
-            self._stream.clear()
-            self._needs_list = True
-            self._list_at = world.now + self.latency
-            self._list_window = self.max_lag
-        elif world.fault(
-            "watch_end",
-            f"{self.name} watch ends before {head}; resumes at rv={self._last_rv}",
-            key=ev.object.ref,
-            default=self.watch_ends,
-        ):
-            self._stream.clear()
-            self._rewatch = True
-            self._list_at = world.now + self.latency
-        else:
-            self._stream.popleft()
-            if world.fault("duplicate", f"{self.name} delivers {head} twice", key=ev.object.ref, default=self.duplicates):
-                self._stream.appendleft((ev, world.now))
-            self._last_rv = max(self._last_rv, ev.object.resource_version)
-            self._apply(ev)
-        self._pump()
+        self._timer = self._world.call_at(when, fn, label=label, actor=self.name, latest=latest)
 
     def _do_rewatch(self) -> None:
-        """``Reflector.watch`` resumed from the last seen revision; 410 Gone means relist after backoff."""
+        """``Reflector.watch`` resumed from the last received revision; an error or 410 Gone relists after backoff."""
         self._timer = None
         if self._stopped:
             return
         self._rewatch = False
         self.rewatches += 1
         world = self._world
+        if world.fault(
+            "transient_error",
+            f"{self.name} re-watch from rv={self._last_rv} fails (timeout); relists after backoff",
+            default=self._api._transient,
+        ):
+            self._relist_after_backoff()
+            self._pump()
+            return
         if world.fault(
             "compaction",
             f"{self.name}: the server compacted past rv={self._last_rv} before the re-watch (410 Gone)",
@@ -498,12 +678,22 @@ class Informer:
         except Gone:
             self._relist_after_backoff()
         else:
-            now = world.now
-            self._stream.extend((ev, now) for ev in missed)
+            self._receive(missed)
         self._pump()
 
+    def _receive(self, events: builtins.list[WatchEvent]) -> None:
+        """Events a (re-)opened watch sends at once: each still has its reception points to pass."""
+        now = self._world.now
+        for ev in events:
+            self._fifo.append(_Delta(ev, now))
+        self._undecided += len(events)
+        self._pump_fifo()
+
     def _relist_after_backoff(self) -> None:
-        """client-go ``wait.NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0)`` (reflector.go)."""
+        """client-go ``wait.NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0)`` (reflector.go).
+
+        The FIFO keeps what it received: only the reflector waits.
+        """
         now = self._world.now
         if now - self._last_failure > BACKOFF_RESET:
             self._failures = 0
@@ -511,35 +701,24 @@ class Informer:
         self._last_failure = now
         backoff = min(BACKOFF_INITIAL * 2 ** (self._failures - 1), BACKOFF_CAP)
         self._needs_list = True
-        self._stream.clear()
         self._list_at = now + backoff
         self._list_window = backoff * BACKOFF_JITTER  # jitter 1.0: anywhere up to twice the backoff
-
-    def _apply(self, ev: WatchEvent) -> None:
-        obj = ev.object
-        key = obj.key
-        old = self._store.get(key)
-        self.delivered += 1
-        self.delivered_rv[key] = obj.resource_version
-        if ev.type == DELETED:
-            self._store.pop(key, None)
-            self._notify("delete", old, obj)
-        else:
-            self._store[key] = obj
-            if old is None:
-                self._notify("add", None, obj)
-            else:
-                self._notify("update", old, obj)
 
     def _do_list(self) -> None:
         self._timer = None
         if self._stopped:
             return
-        self._relist()
+        if self.relists and self._world.fault(
+            "transient_error", f"{self.name} list fails (timeout); lists again after backoff",
+            default=self._api._transient,
+        ):
+            self._relist_after_backoff()
+        else:
+            self._relist()
         self._pump()
 
     def _relist(self) -> None:
-        """``Reflector.ListAndWatch`` + ``DeltaFIFO.Replace``; the LIST may come from a lagging watch cache."""
+        """``Reflector.list`` + ``syncWith`` -> ``Replace``; the LIST may come from a lagging watch cache."""
         api = self._api
         stale = api.stale_revision(
             self.kind, f"{self.name} lists from a watch cache lagging {api.stale_window:g} s"
@@ -548,26 +727,57 @@ class Informer:
             objects, rv = api.snapshot(self.kind)
         else:
             objects, rv = api.snapshot_at(self.kind, stale), stale
-        self._stream.clear()
         self._needs_list = False
         self._list_window = self.max_lag
         self.relists += 1
         self._last_rv = rv
+        deltas = self._replacement(objects)
+        if self._fifo:  # behind what is still queued; the consumer pops it in its turn
+            self._fifo.append(_Replace(deltas, self._world.now, rv))
+            self._pump_fifo()
+        else:
+            self._process_replace(deltas)
         if stale is not None:
             # the watch continues from the stale revision: what came after is still to be delivered
-            now = self._world.now
-            self._stream.extend((ev, now) for ev in api.events_since(self.kind, stale))
-        listed: dict[str, KubeObject] = {o.key: o for o in objects}
-        for key, obj in listed.items():
-            old = self._store.get(key)
-            self._store[key] = obj
-            self.delivered_rv[key] = obj.resource_version
-            self._notify("add" if old is None else "update", old, obj)
-        for key in [k for k in self._store if k not in listed]:
-            last = self._store.pop(key)
-            self._notify("delete", None, DeletedFinalStateUnknown(key, last))
+            self._receive(api.events_since(self.kind, stale))
         if not self._synced.is_set():
             self._synced.set()
+
+    def _replacement(self, objects: builtins.list[KubeObject]) -> builtins.list[_Replacement]:
+        """``Replace``'s deltas (``reconcileReplacement``): tombstones for known keys the list lacks, then the list.
+
+        Known keys are those queued in the FIFO (the newest queued object; none
+        if the last queued delta is already a delete) and those in the indexer
+        that are not queued (the indexer's object). Queue order, then cache
+        order: never a hash order.
+        """
+        listed = {o.key for o in objects}
+        queued: dict[str, tuple[bool, KubeObject]] = {}  # key -> (last queued is a delete, newest object)
+        for item in self._fifo:
+            if isinstance(item, _Replace):
+                for what, o in item.deltas:
+                    queued[o.key] = (what == "tombstone", o.obj if isinstance(o, DeletedFinalStateUnknown) else o)
+            else:
+                queued[item.event.object.key] = (item.event.type == DELETED, item.event.object)
+        out: builtins.list[_Replacement] = []
+        for key, (deleted, obj) in queued.items():
+            if key not in listed and not deleted:
+                out.append(("tombstone", DeletedFinalStateUnknown(key, obj)))
+        for key, obj in self._store.items():
+            if key not in listed and key not in queued:
+                out.append(("tombstone", DeletedFinalStateUnknown(key, obj)))
+        out.extend(("replaced", o) for o in objects)
+        return out
+
+    def _process_replace(self, deltas: builtins.list[_Replacement]) -> None:
+        """``processDeltas`` over a relist's deltas, in order."""
+        for what, obj in deltas:
+            if isinstance(obj, DeletedFinalStateUnknown):
+                self._store.pop(obj.key, None)
+                self._notify("delete", None, obj)
+            else:
+                assert what == "replaced"
+                self._upsert(obj)
 
     # -------------------------------------------------------------- handlers
     def _notify(

@@ -39,8 +39,9 @@ def failing_seeds(scenario: Scenario, seeds: int, *, stop_at_first: bool = True,
 class FaultChooser:
     """Canonical schedule; fires every fault point whose label (as "fault: <label>") starts with a prefix.
 
-    ``once=True`` takes each fault only the first time it is offered. ``points``
-    lists every fault point passed, fired or not.
+    ``once=True`` fires each prefix only at the first point it matches (an
+    informer has a watch-end point per event: the first is the one meant).
+    ``points`` lists every fault point passed, fired or not.
     """
 
     def __init__(self, *prefixes: str, once: bool = True) -> None:
@@ -48,6 +49,7 @@ class FaultChooser:
         self.once = once
         self.taken: list[str] = []
         self.points: list[str] = []
+        self._fired: set[str] = set()
 
     def schedule(self, options: object, now: float, can_wait: bool) -> int:
         return 0
@@ -58,11 +60,11 @@ class FaultChooser:
     def fault(self, point: Any) -> bool:
         label = f"fault: {point.label}"
         self.points.append(label)
-        if label.startswith(self.prefixes):
-            if self.once and any(t.startswith(label.split(" before ")[0]) for t in self.taken):
-                return False
-            self.taken.append(label)
-            return True
+        for prefix in self.prefixes:
+            if label.startswith(prefix) and not (self.once and prefix in self._fired):
+                self._fired.add(prefix)
+                self.taken.append(label)
+                return True
         return False
 
 

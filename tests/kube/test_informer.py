@@ -206,11 +206,14 @@ def test_relist_turns_missed_delete_into_tombstone() -> None:
     events: list[tuple[Any, ...]] = []
     chooser = FaultChooser("fault: informer/Pod watch drops")
     out = clean(run_with(_relist_scenario(events), chooser))
-    assert chooser.taken == ["fault: informer/Pod watch drops before DELETED ns/a rv=2"]
-    assert events == [("add", "ns/a", 1), ("add", "ns/b", 4), ("tombstone", "ns/a", 1)]
-    assert "informer/Pod list" in [r.label for r in out.trace][-3:] or any(
-        r.label == "informer/Pod list" and r.time > 1.0 for r in out.trace
-    )
+    # the DELETED's point comes first: nothing after rv 1 was sent before the watch failed
+    assert chooser.taken == [
+        "fault: informer/Pod watch drops after rv=1; relists after backoff (DELETED ns/a rv=2 not yet sent)"]
+    # Replace: the tombstone first, then the listed objects (RealFIFO's reconcileReplacement)
+    assert events == [("add", "ns/a", 1), ("tombstone", "ns/a", 1), ("add", "ns/b", 4)]
+    steps = [(r.label, r.time) for r in out.trace if r.actor == "informer/Pod"]
+    fault_at = next(t for label, t in steps if "watch drops" in label)
+    assert [t for label, t in steps if label == "informer/Pod list"][1] == fault_at + 0.8  # client-go's backoff
 
 
 def test_relist_coalesces_intermediate_states_and_adds_missed_creates() -> None:
@@ -223,20 +226,36 @@ def test_relist_coalesces_intermediate_states_and_adds_missed_creates() -> None:
     assert without_fault == [("add", "ns/a", 1), ("delete", "ns/a", 2), ("add", "ns/b", 3), ("update", "ns/b", 3, 4)]
 
 
-def test_duplicate_delivery_is_an_update_with_the_same_rv() -> None:
-    events: list[tuple[Any, ...]] = []
+def test_duplicate_delivery_is_a_sync() -> None:
+    """client-go: the second copy is an update with the same resourceVersion, which ``OnUpdate`` marks as a sync.
 
-    async def scenario(world: World) -> None:
-        api = APIServer(world)
-        inf = Informer(world, api, "Pod", duplicates=True)
-        recorder(inf, events)
-        inf.start()
-        await inf.wait_for_cache_sync()
-        await api.create(KubeObject("Pod", "ns", "a"))
-        await world.step("let it deliver")
+    ``distribute`` hands a sync only to listeners with a resync period; a
+    repeated DELETED reaches every handler again (``RealFIFO`` queues it,
+    ``processDeltas`` calls ``OnDelete``).
+    """
+    for resync, expected in (
+        (0.0, [("add", "ns/a", 1), ("delete", "ns/a", 2), ("delete", "ns/a", 2)]),
+        (600.0, [("add", "ns/a", 1), ("update", "ns/a", 1, 1), ("delete", "ns/a", 2), ("delete", "ns/a", 2)]),
+    ):
+        events: list[tuple[Any, ...]] = []
 
-    clean(run_with(scenario, FaultChooser("fault: informer/Pod delivers")))
-    assert events == [("add", "ns/a", 1), ("update", "ns/a", 1, 1)]
+        async def scenario(world: World, resync: float = resync, events: list[tuple[Any, ...]] = events) -> None:
+            api = APIServer(world)
+            inf = Informer(world, api, "Pod", duplicates=True, resync_period=resync)
+            recorder(inf, events)
+            inf.start()
+            await inf.wait_for_cache_sync()
+            await api.create(KubeObject("Pod", "ns", "a"))
+            await world.sleep(1.0)
+            await api.delete("Pod", "ns", "a")
+            await world.sleep(1.0)
+            inf.stop()
+
+        chooser = FaultChooser("fault: informer/Pod delivers ADDED", "fault: informer/Pod delivers DELETED")
+        clean(run_with(scenario, chooser))
+        assert chooser.taken == ["fault: informer/Pod delivers ADDED ns/a rv=1 twice",
+                                 "fault: informer/Pod delivers DELETED ns/a rv=2 twice"]
+        assert events == expected, resync
 
 
 def test_resync_redelivers_cached_objects_without_apiserver_calls() -> None:

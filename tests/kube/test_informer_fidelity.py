@@ -75,7 +75,8 @@ def test_create_predicate_drops_relist_add() -> None:
     queue, deletes = Recorder(), []
     chooser = FaultChooser("fault: informer/Pod watch drops")
     clean(run_with(_relist_model(queue, deletes), chooser))
-    assert chooser.taken == ["fault: informer/Pod watch drops before DELETED ns/a rv=2"]
+    assert chooser.taken == [
+        "fault: informer/Pod watch drops after rv=1; relists after backoff (DELETED ns/a rv=2 not yet sent)"]
     # relisted: create and update of b coalesce into one add, which the create predicate drops;
     # the missed delete comes as a tombstone, unwrapped, with delete_state_unknown
     assert queue.added == ["ns/a"]
@@ -389,7 +390,7 @@ def test_watch_end_resumes_without_relist() -> None:
     events.clear()
     chooser = FaultChooser("fault: informer/Pod watch ends")
     out = clean(run_with(_writer_model(events, watch_ends=True), chooser))
-    assert chooser.taken == ["fault: informer/Pod watch ends before DELETED ns/a rv=2; resumes at rv=1"]
+    assert chooser.taken == ["fault: informer/Pod watch ends after rv=1; resumes at rv=1 (DELETED ns/a rv=2 not yet sent)"]
     assert events == WATCHED  # nothing lost, nothing duplicated, no tombstone
     labels = [r.label for r in out.trace]
     assert labels.count("informer/Pod list") == 1 and "informer/Pod re-watch from rv=1" in labels
@@ -400,7 +401,7 @@ def test_compaction_gives_410_then_relist_after_backoff() -> None:
     chooser = Recording("fault: informer/Pod watch ends", "fault: informer/Pod: the server compacted")
     out = clean(run_with(_writer_model(events, watch_ends=True, compactions=True), chooser))
     assert chooser.taken == [
-        "fault: informer/Pod watch ends before DELETED ns/a rv=2; resumes at rv=1",
+        "fault: informer/Pod watch ends after rv=1; resumes at rv=1 (DELETED ns/a rv=2 not yet sent)",
         "fault: informer/Pod: the server compacted past rv=1 before the re-watch (410 Gone)",
     ]
     steps = [(r.label, r.time) for r in out.trace if r.actor == "informer/Pod"]
@@ -408,8 +409,8 @@ def test_compaction_gives_410_then_relist_after_backoff() -> None:
     relist = [t for label, t in steps if label == "informer/Pod list"][1]
     assert relist == rewatch + 0.8  # client-go's first backoff, at its nominal time
     assert chooser.offered[f"informer/Pod list@{relist:g}"] == (relist, relist + 0.8)  # jitter 1.0: up to 2x
-    # the relist's Replace: the missed delete is a tombstone, b's two states one add
-    assert events == [("add", "ns/a", 1), ("add", "ns/b", 4), ("tombstone", "ns/a", 1)]
+    # the relist's Replace: the missed delete is a tombstone (first, as RealFIFO queues it), b's two states one add
+    assert events == [("add", "ns/a", 1), ("tombstone", "ns/a", 1), ("add", "ns/b", 4)]
 
 
 def test_backoff_matches_client_go() -> None:
@@ -437,3 +438,143 @@ def test_backoff_matches_client_go() -> None:
             assert nxt[0] == "informer/Pod list"
             backoffs.append(round(nxt[1] - t, 6))
     assert backoffs == [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0, 30.0, 0.8]
+
+
+# ------------------------------------------------------------------ the FIFO: received, or not yet sent
+class HoldPopsAfterFault(FaultChooser):
+    """Fires the named faults; informer pops run only when nothing else can, and after a fault as late as they may.
+
+    Before the fault the user's writes all land first (a burst the informer has
+    received and not yet popped); after it, the pops wait inside their windows
+    while the reflector re-watches or relists, as a slow consumer does.
+    """
+
+    def __init__(self, informer: str, *prefixes: str) -> None:
+        super().__init__(*prefixes)
+        self.pop = f"{informer} deliver"
+
+    def schedule(self, options: Any, now: float, can_wait: bool) -> int:
+        for i, opt in enumerate(options):
+            if not opt.label.startswith(self.pop):
+                return int(i)
+        return len(options) if self.taken and can_wait else 0
+
+
+def _burst_model(events: list[tuple[Any, ...]]) -> Any:
+    """After sync: q created, b created then its status changed, c created, all at one instant."""
+
+    async def scenario(world: World) -> None:
+        api = APIServer(world)
+        inf = Informer(world, api, "Pod", watch_ends=True, watch_drops=True)
+        inf.add_event_handler(
+            lambda o: events.append(("add", o.key, o.resource_version)),
+            lambda old, new: events.append(("update", new.key, old.resource_version, new.resource_version)),
+            lambda o: events.append(("tombstone", o.key, o.obj.resource_version)
+                                    if isinstance(o, DeletedFinalStateUnknown) else ("delete", o.key, o.resource_version)),
+        )
+        inf.start()
+        await inf.wait_for_cache_sync()
+        for name in ("q", "b"):
+            await api.create(KubeObject("Pod", "ns", name))  # rv 1, 2
+        await api.patch("Pod", "ns", "b", {"status": {"phase": "Running"}})  # rv 3
+        await api.create(KubeObject("Pod", "ns", "c"))  # rv 4
+        await world.sleep(5.0)
+
+    return scenario
+
+
+def test_received_deltas_survive_watch_end() -> None:
+    """What the reflector received stays in the FIFO and is delivered; only what was not sent is fetched again.
+
+    client-go: ``handleAnyWatch`` puts each event in the FIFO as it reads it and
+    records its revision (``setLastSyncResourceVersion``); a closed watch is
+    re-opened from that revision (``Reflector.watch``), and nothing empties the
+    FIFO, which ``processLoop`` keeps popping meanwhile. Here the watch ends
+    after rv 2: q and b (rv 1, 2) were received, b's status change (rv 3) and c
+    (rv 4) were not.
+    """
+    events: list[tuple[Any, ...]] = []
+    chooser = HoldPopsAfterFault("informer/Pod", "fault: informer/Pod watch ends after rv=2")
+    out = clean(run_with(_burst_model(events), chooser))
+    assert chooser.taken == [
+        "fault: informer/Pod watch ends after rv=2; resumes at rv=2 (MODIFIED ns/b rv=3 not yet sent)"]
+    assert events == [("add", "ns/q", 1), ("add", "ns/b", 2), ("update", "ns/b", 2, 3), ("add", "ns/c", 4)]
+    labels = [r.label for r in out.trace if r.actor == "informer/Pod"]
+    rewatch = labels.index("informer/Pod re-watch from rv=2")  # not from rv=0: q and b were received
+    # b (received) is still queued at the re-watch and delivered after it, once; rv 3 and 4 come from the re-watch
+    assert labels.index("informer/Pod deliver ADDED ns/b rv=2") > rewatch
+    assert labels.count("informer/Pod deliver ADDED ns/b rv=2") == 1
+    assert labels.index("informer/Pod deliver MODIFIED ns/b rv=3") > labels.index("informer/Pod deliver ADDED ns/b rv=2")
+
+    # A watch that fails instead (the watch_drop shorthand: relist after the backoff): the received
+    # intermediate state of b (rv 2) is still delivered, before the relist's coalesced rv 3; the
+    # stream that was discarded before would have shown b only at rv 3.
+    events.clear()
+    chooser = HoldPopsAfterFault("informer/Pod", "fault: informer/Pod watch drops after rv=2")
+    out = clean(run_with(_burst_model(events), chooser))
+    assert chooser.taken == [
+        "fault: informer/Pod watch drops after rv=2; relists after backoff (MODIFIED ns/b rv=3 not yet sent)"]
+    assert events == [("add", "ns/q", 1), ("add", "ns/b", 2), ("update", "ns/b", 2, 3), ("add", "ns/c", 4)]
+    labels = [r.label for r in out.trace if r.actor == "informer/Pod"]
+    assert labels.count("informer/Pod list") == 2
+    # the relist's deltas were queued behind b's ADDED and popped as one delta in their turn
+    assert labels.index("informer/Pod deliver ADDED ns/b rv=2") > labels.index("informer/Pod list", 1)
+    assert "informer/Pod deliver relist of 3 objects rv=4" in labels
+
+
+def test_replace_tombstones_missing_keys() -> None:
+    """``Replace`` tombstones every known key the list lacks, with the newest object the informer holds for it.
+
+    Known: queued in the FIFO (the newest queued object, and no second delete
+    for a key whose last queued delta is a delete) or in the indexer and not
+    queued (the indexer's object): client-go's ``RealFIFO.Replace``
+    (``reconcileReplacement``) and ``DeltaFIFO.Replace`` agree on these keys and
+    objects. Listed objects the cache already has at the same resourceVersion
+    are syncs: no handler without a resync period hears of them.
+    """
+    events: list[tuple[Any, ...]] = []
+    initial = ("x", "y", "z", "v", "u")
+
+    async def scenario(world: World) -> None:
+        api = APIServer(world)
+        for name in initial:
+            await api.create(KubeObject("Pod", "ns", name))  # rv 1-5, listed at sync
+        inf = Informer(world, api, "Pod", watch_drops=True)
+        inf.add_event_handler(
+            lambda o: events.append(("add", o.key, o.resource_version)),
+            lambda old, new: events.append(("update", new.key, old.resource_version, new.resource_version)),
+            lambda o: events.append(("tombstone", o.key, o.obj.resource_version)
+                                    if isinstance(o, DeletedFinalStateUnknown) else ("delete", o.key, o.resource_version)),
+        )
+        inf.start()
+        await inf.wait_for_cache_sync()
+        # received (in the FIFO when the watch fails): q's create is popped at once, the rest stay queued
+        await api.create(KubeObject("Pod", "ns", "q"))  # rv 6
+        await api.patch("Pod", "ns", "y", {"status": {"phase": "Running"}})  # rv 7: y queued, newer than the indexer
+        await api.create(KubeObject("Pod", "ns", "w"))  # rv 8: w queued, never in the indexer
+        await api.delete("Pod", "ns", "z")  # rv 9: z's last queued delta is a delete
+        # not yet sent when the watch fails: seen only through the relist
+        for name in ("x", "y", "w"):
+            await api.delete("Pod", "ns", name)  # rv 10-12
+        await api.patch("Pod", "ns", "u", {"status": {"phase": "Running"}})  # rv 13
+        await world.sleep(5.0)
+
+    chooser = HoldPopsAfterFault("informer/Pod", "fault: informer/Pod watch drops after rv=9")
+    out = clean(run_with(scenario, chooser))
+    assert chooser.taken == [
+        "fault: informer/Pod watch drops after rv=9; relists after backoff (DELETED ns/x rv=10 not yet sent)"]
+    assert events[:5] == [("add", f"ns/{n}", rv) for rv, n in enumerate(initial, 1)]
+    assert events[5:] == [
+        ("add", "ns/q", 6),  # popped in the step that learnt of the failure
+        # received deltas, still delivered one by one after the relist was queued behind them
+        ("update", "ns/y", 2, 7), ("add", "ns/w", 8), ("delete", "ns/z", 9),
+        # Replace: queued keys first, each with its newest queued object: y at rv 7 (the indexer had
+        # rv 2 when the list came), w at rv 8 (never in the indexer then); z already ends in a delete
+        ("tombstone", "ns/y", 7), ("tombstone", "ns/w", 8),
+        # then indexer keys not queued: x with the indexer's object
+        ("tombstone", "ns/x", 1),
+        # then the list: q and v unchanged (syncs, no handler hears of them), u changed
+        ("update", "ns/u", 5, 13),
+    ]
+    labels = [r.label for r in out.trace if r.actor == "informer/Pod"]
+    assert labels.index("informer/Pod list", 1) < labels.index("informer/Pod deliver MODIFIED ns/y rv=7")
