@@ -20,14 +20,9 @@ from harness.kube import KubeObject
 from harness.kube import _informer as informer_module
 from harness.sim import ReplayChooser, RunOutcome
 from races import REGISTRY
-from races.kueue_second_pass import (
-    NODE_TO_REPLACE,
-    RACES,
-    Info,
-    Scheduler,
-    SecondPassQueue,
-    scenario,
-)
+from races._kueue_queue import NODE_TO_REPLACE, Info, SecondPassQueue
+from races._kueue_scheduler import Scheduler
+from races.kueue_second_pass import RACES, scenario
 
 RACE, RESIDUAL = RACES
 SAFETY = "no Heads() result or preemption target for a deleted workload"
