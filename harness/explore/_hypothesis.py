@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
+import queue
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..sim import Entry, Fault, Hold, Ident, Pick, PlanChooser, RunOutcome, canonical_plan
 from ._runner import _failed, _mix, _Runner
-
-
-class _Found(Exception):
-    def __init__(self, out: RunOutcome) -> None:
-        super().__init__(out.violation.describe() if out.violation else "failure")
-        self.out = out
 
 
 class _Pools:
@@ -121,6 +118,7 @@ def _hypothesis_chunk(runner: _Runner, pools: _Pools, seed: int, examples: int) 
     size = max(len(pools.held), len(pools.faults), len(pools.data), _MIN_POOL_DRAW)
     until = st.just(-1) | st.integers(0, max(_MIN_POOL_DRAW, 2 * len(pools.ran)) - 1)
     entry = st.tuples(st.integers(0, 2), st.integers(0, 2 * size - 1), until)
+    handoff = _Handoff()
 
     @hseed(seed)
     @settings(
@@ -136,16 +134,114 @@ def _hypothesis_chunk(runner: _Runner, pools: _Pools, seed: int, examples: int) 
     )
     @given(st.lists(entry, min_size=1, max_size=_MAX_ENTRIES))
     def search(raw: list[tuple[int, int, int]]) -> None:
-        if runner.exhausted():
-            return
         chooser = PlanChooser(pools.plan(raw))
-        out = runner.run(chooser)
-        if _failed(out):
-            raise _Found(out)
+        handoff.run(chooser)
         pools.learn(chooser)
 
-    try:
-        search()
-    except _Found as exc:
-        return exc.out
-    return None
+    return handoff.drive(runner, search)
+
+
+class _Halt(BaseException):
+    """Raised in the Hypothesis test to end its search at once: not a failure, never replayed.
+
+    Hypothesis treats an ``Exception`` (and ``SystemExit``, ``GeneratorExit``) raised by
+    the test as a failing example: it replays it and calls the test flaky when the replay
+    passes. Any other ``BaseException`` it re-raises at once, as it does
+    ``KeyboardInterrupt`` (hypothesis ``core.failure_exceptions_to_catch``). Every
+    call after the first raises it too, so a Hypothesis that did replay it would see
+    the same outcome (pinned by tests/explore/test_hypothesis_batch.py).
+    """
+
+
+_RAN = "ran"
+_HALT = "halt"
+_DONE = "done"
+
+
+class _Handoff:
+    """Hypothesis's loop in a worker thread, the runs in one ``trio.run`` on this one: a strict hand-off.
+
+    ``@given`` owns its loop (it calls the test once per example) and so does
+    :func:`~harness.sim.run_batch` (it asks an iterator for the next chooser and
+    runs it inside the ``trio.run`` it already has). The worker runs the Hypothesis
+    search; each example draws its plan, puts the chooser on ``requests`` and waits
+    for the reply. This thread, inside ``run_batch``, takes the chooser, runs it and
+    replies "ran" when ``run_batch`` asks for the next one. One side works at a time,
+    so the runs are Hypothesis's examples in Hypothesis's order: same seed, same runs.
+
+    Why this way round: the runs stay on the main thread inside ``trio.run``, as
+    random's and PCT's do, so Ctrl-C, the stop request, the budget and an exception
+    raised by the scenario end a Hypothesis search exactly as they end theirs
+    (:meth:`_Runner.run_many`), between runs. Rejected: Trio on the worker and
+    Hypothesis here (Ctrl-C would land in Hypothesis's engine, the runs could not see
+    it); Trio's guest mode driven from the test (every scheduler batch pays a
+    thread hop for its I/O wait: dearer than one ``trio.run`` per example); driving
+    Hypothesis's engine by hand (internal API, STYLE 16).
+
+    When the search stops (a failure, the budget, Ctrl-C, an exception) this thread
+    replies "halt" to the pending example and to any drawn after it; the test
+    raises :class:`_Halt` and the worker ends.
+    """
+
+    def __init__(self) -> None:
+        self.requests: queue.SimpleQueue[Any] = queue.SimpleQueue()  # worker -> main: a chooser or _DONE
+        self.replies: queue.SimpleQueue[str] = queue.SimpleQueue()  # main -> worker: _RAN or _HALT
+        self.pending = False  # main: a chooser is in run_batch's hands, not answered yet
+        self.done = False  # main: the worker said _DONE
+        self.halted = False  # worker: told to halt; every later example halts too
+        self.error: BaseException | None = None  # worker: what the search raised, other than _Halt
+
+    # ------------------------------------------------------------- worker side
+    def run(self, chooser: PlanChooser) -> None:
+        """Have ``chooser`` run on the main thread; raises :class:`_Halt` when the search stops instead."""
+        if self.halted:
+            raise _Halt
+        self.requests.put(chooser)
+        if self.replies.get() != _RAN:
+            self.halted = True
+            raise _Halt
+
+    def _work(self, search: Callable[[], None]) -> None:
+        try:
+            search()
+        except _Halt:
+            pass
+        except BaseException as exc:  # handed to the main thread, raised there
+            self.error = exc
+        finally:
+            self.requests.put(_DONE)
+
+    # --------------------------------------------------------------- main side
+    def choosers(self) -> Iterator[PlanChooser]:
+        while True:
+            item = self.requests.get()
+            if item is _DONE:
+                self.done = True
+                return
+            self.pending = True
+            yield item
+            self.pending = False  # run_batch asks for the next one: this one ran and the search goes on
+            self.replies.put(_RAN)
+
+    def drive(self, runner: _Runner, search: Callable[[], None]) -> RunOutcome | None:
+        worker = threading.Thread(target=self._work, args=(search,), name="hypothesis plans", daemon=True)
+        worker.start()
+        try:
+            found = runner.run_many(self.choosers())
+        finally:
+            self._close(worker)
+        if self.error is not None:
+            raise self.error
+        return found
+
+    def _close(self, worker: threading.Thread) -> None:
+        """Halt the pending example and any drawn after it; wait for the worker to end."""
+        if self.pending:
+            self.pending = False
+            self.replies.put(_HALT)
+        while not self.done:
+            if self.requests.get() is _DONE:
+                self.done = True
+            else:
+                self.replies.put(_HALT)
+        worker.join()
