@@ -161,6 +161,26 @@ def run_shard(search: Search, shard: Shard) -> dict[str, Any]:
     }
 
 
+def warm_worker(scenarios: list[str]) -> list[str]:
+    """Import the harness and every scenario's module on a worker before the hunt's clock starts.
+
+    A worker process starts cold; without this, its first shard pays for
+    importing Trio, Hypothesis and the models inside the search. Returns what
+    could not be resolved (the shard that needs it then fails with the usual
+    message), so a warm-up never raises.
+    """
+    from .explore import explore  # noqa: F401  (the import is the point)
+    from .explore._counterexample import resolve_scenario
+
+    failed = []
+    for ref in scenarios:
+        try:
+            resolve_scenario(ref)
+        except Exception as exc:  # reported by the shard that needs it
+            failed.append(f"{ref}: {type(exc).__name__}")
+    return failed
+
+
 # ------------------------------------------------------------------ the client's side
 @dataclass
 class Finding:
@@ -315,6 +335,11 @@ class ClusterHunt:
         self.searches = searches
         self.workers = max(1, sum(client.nthreads().values()))
         self.shards = plan_shards(searches, seed, shards, self.workers)
+        # every worker imports what the shards need now, so the hunt's seconds are search, not start-up
+        try:
+            client.run(warm_worker, sorted({s.scenario for s in searches}))
+        except Exception:  # best effort: a worker lost here is the shards' business (Dask re-runs them)
+            pass
         self.started = time.perf_counter()
         self.progress = _ShardProgress(console, searches, self.shards) if console is not None else None
         self.futures: dict[Any, Shard] = {
