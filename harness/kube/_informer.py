@@ -118,8 +118,8 @@ Faults (``world.fault`` points; the flag is the default when the search does
 not name the kinds itself; README "Fault kinds" has the same table)
 ------------------------------------------------------------------
 ``watch_end`` (``watch_ends=True``), one point per event
-    "informer/Pod watch ends after rv=7; resumes at rv=7 (DELETED ns/a rv=8
-    not yet sent)": the watch closes; received deltas are still popped; the
+    "informer/Pod watch ends before DELETED ns/a rv=8 is sent; resumes from the
+    last received rv=7": the watch closes; received deltas are still popped; the
     reflector re-watches from the last received revision (``latency`` later,
     inside ``max_lag``) and gets what was not sent: nothing lost, nothing
     duplicated, only later.
@@ -548,12 +548,16 @@ class Informer:
             assert isinstance(d, _Delta)
             ev = d.event
             obj = ev.object
-            unsent = f"{ev.type} {obj.key} rv={obj.resource_version} not yet sent"
-            last = self._last_rv
-            drop = world.fault("watch_drop", f"{self.name} watch drops after rv={last}; relists after backoff ({unsent})",
+            # labels read whole with their revisions and without them (a plan entry's identity drops "rv=N")
+            head = f"{ev.type} {obj.key} rv={obj.resource_version}"
+            drop = world.fault("watch_drop", f"{self.name} watch drops before {head} is sent; relists after backoff",
                                key=obj.ref, default=self.watch_drops)
-            if drop or world.fault("watch_end", f"{self.name} watch ends after rv={last}; resumes at rv={last} ({unsent})",
-                                   key=obj.ref, default=self.watch_ends):
+            if drop or world.fault(
+                "watch_end",
+                f"{self.name} watch ends before {head} is sent; resumes from the last received rv={self._last_rv}",
+                key=obj.ref,
+                default=self.watch_ends,
+            ):
                 while len(fifo) > i:
                     fifo.pop()
                 self._undecided = 0
@@ -661,7 +665,7 @@ class Informer:
         world = self._world
         if world.fault(
             "transient_error",
-            f"{self.name} re-watch from rv={self._last_rv} fails (timeout); relists after backoff",
+            f"{self.name} re-watch fails (timeout); relists after backoff",
             default=self._api._transient,
         ):
             self._relist_after_backoff()
@@ -669,7 +673,7 @@ class Informer:
             return
         if world.fault(
             "compaction",
-            f"{self.name}: the server compacted past rv={self._last_rv} before the re-watch (410 Gone)",
+            f"{self.name} re-watch gets 410 Gone (the server compacted past the last received rv={self._last_rv})",
             default=self.compactions,
         ):
             self._api.compact()

@@ -208,7 +208,7 @@ def test_relist_turns_missed_delete_into_tombstone() -> None:
     out = clean(run_with(_relist_scenario(events), chooser))
     # the DELETED's point comes first: nothing after rv 1 was sent before the watch failed
     assert chooser.taken == [
-        "fault: informer/Pod watch drops after rv=1; relists after backoff (DELETED ns/a rv=2 not yet sent)"]
+        "fault: informer/Pod watch drops before DELETED ns/a rv=2 is sent; relists after backoff"]
     # Replace: the tombstone first, then the listed objects (RealFIFO's reconcileReplacement)
     assert events == [("add", "ns/a", 1), ("tombstone", "ns/a", 1), ("add", "ns/b", 4)]
     steps = [(r.label, r.time) for r in out.trace if r.actor == "informer/Pod"]

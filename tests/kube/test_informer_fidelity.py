@@ -76,7 +76,7 @@ def test_create_predicate_drops_relist_add() -> None:
     chooser = FaultChooser("fault: informer/Pod watch drops")
     clean(run_with(_relist_model(queue, deletes), chooser))
     assert chooser.taken == [
-        "fault: informer/Pod watch drops after rv=1; relists after backoff (DELETED ns/a rv=2 not yet sent)"]
+        "fault: informer/Pod watch drops before DELETED ns/a rv=2 is sent; relists after backoff"]
     # relisted: create and update of b coalesce into one add, which the create predicate drops;
     # the missed delete comes as a tombstone, unwrapped, with delete_state_unknown
     assert queue.added == ["ns/a"]
@@ -390,7 +390,8 @@ def test_watch_end_resumes_without_relist() -> None:
     events.clear()
     chooser = FaultChooser("fault: informer/Pod watch ends")
     out = clean(run_with(_writer_model(events, watch_ends=True), chooser))
-    assert chooser.taken == ["fault: informer/Pod watch ends after rv=1; resumes at rv=1 (DELETED ns/a rv=2 not yet sent)"]
+    assert chooser.taken == [
+        "fault: informer/Pod watch ends before DELETED ns/a rv=2 is sent; resumes from the last received rv=1"]
     assert events == WATCHED  # nothing lost, nothing duplicated, no tombstone
     labels = [r.label for r in out.trace]
     assert labels.count("informer/Pod list") == 1 and "informer/Pod re-watch from rv=1" in labels
@@ -398,11 +399,11 @@ def test_watch_end_resumes_without_relist() -> None:
 
 def test_compaction_gives_410_then_relist_after_backoff() -> None:
     events: list[tuple[Any, ...]] = []
-    chooser = Recording("fault: informer/Pod watch ends", "fault: informer/Pod: the server compacted")
+    chooser = Recording("fault: informer/Pod watch ends", "fault: informer/Pod re-watch gets 410 Gone")
     out = clean(run_with(_writer_model(events, watch_ends=True, compactions=True), chooser))
     assert chooser.taken == [
-        "fault: informer/Pod watch ends after rv=1; resumes at rv=1 (DELETED ns/a rv=2 not yet sent)",
-        "fault: informer/Pod: the server compacted past rv=1 before the re-watch (410 Gone)",
+        "fault: informer/Pod watch ends before DELETED ns/a rv=2 is sent; resumes from the last received rv=1",
+        "fault: informer/Pod re-watch gets 410 Gone (the server compacted past the last received rv=1)",
     ]
     steps = [(r.label, r.time) for r in out.trace if r.actor == "informer/Pod"]
     rewatch = next(t for label, t in steps if label.startswith("informer/Pod re-watch"))
@@ -428,9 +429,9 @@ def test_backoff_matches_client_go() -> None:
             await world.sleep(pause)
         await world.sleep(61.0)
 
-    chooser = FaultChooser("fault: informer/Pod watch ends", "fault: informer/Pod: the server compacted", once=False)
+    chooser = FaultChooser("fault: informer/Pod watch ends", "fault: informer/Pod re-watch gets 410 Gone", once=False)
     out = clean(run_with(scenario, chooser))
-    steps = [(r.label, r.time) for r in out.trace if r.actor == "informer/Pod" and "compacted" not in r.label]
+    steps = [(r.label, r.time) for r in out.trace if r.actor == "informer/Pod" and "410 Gone" not in r.label]
     backoffs = []
     for i, (label, t) in enumerate(steps):
         if label.startswith("informer/Pod re-watch"):
@@ -494,10 +495,10 @@ def test_received_deltas_survive_watch_end() -> None:
     (rv 4) were not.
     """
     events: list[tuple[Any, ...]] = []
-    chooser = HoldPopsAfterFault("informer/Pod", "fault: informer/Pod watch ends after rv=2")
+    chooser = HoldPopsAfterFault("informer/Pod", "fault: informer/Pod watch ends before MODIFIED ns/b")
     out = clean(run_with(_burst_model(events), chooser))
     assert chooser.taken == [
-        "fault: informer/Pod watch ends after rv=2; resumes at rv=2 (MODIFIED ns/b rv=3 not yet sent)"]
+        "fault: informer/Pod watch ends before MODIFIED ns/b rv=3 is sent; resumes from the last received rv=2"]
     assert events == [("add", "ns/q", 1), ("add", "ns/b", 2), ("update", "ns/b", 2, 3), ("add", "ns/c", 4)]
     labels = [r.label for r in out.trace if r.actor == "informer/Pod"]
     rewatch = labels.index("informer/Pod re-watch from rv=2")  # not from rv=0: q and b were received
@@ -510,10 +511,10 @@ def test_received_deltas_survive_watch_end() -> None:
     # intermediate state of b (rv 2) is still delivered, before the relist's coalesced rv 3; the
     # stream that was discarded before would have shown b only at rv 3.
     events.clear()
-    chooser = HoldPopsAfterFault("informer/Pod", "fault: informer/Pod watch drops after rv=2")
+    chooser = HoldPopsAfterFault("informer/Pod", "fault: informer/Pod watch drops before MODIFIED ns/b")
     out = clean(run_with(_burst_model(events), chooser))
     assert chooser.taken == [
-        "fault: informer/Pod watch drops after rv=2; relists after backoff (MODIFIED ns/b rv=3 not yet sent)"]
+        "fault: informer/Pod watch drops before MODIFIED ns/b rv=3 is sent; relists after backoff"]
     assert events == [("add", "ns/q", 1), ("add", "ns/b", 2), ("update", "ns/b", 2, 3), ("add", "ns/c", 4)]
     labels = [r.label for r in out.trace if r.actor == "informer/Pod"]
     assert labels.count("informer/Pod list") == 2
@@ -559,10 +560,10 @@ def test_replace_tombstones_missing_keys() -> None:
         await api.patch("Pod", "ns", "u", {"status": {"phase": "Running"}})  # rv 13
         await world.sleep(5.0)
 
-    chooser = HoldPopsAfterFault("informer/Pod", "fault: informer/Pod watch drops after rv=9")
+    chooser = HoldPopsAfterFault("informer/Pod", "fault: informer/Pod watch drops before DELETED ns/x")
     out = clean(run_with(scenario, chooser))
     assert chooser.taken == [
-        "fault: informer/Pod watch drops after rv=9; relists after backoff (DELETED ns/x rv=10 not yet sent)"]
+        "fault: informer/Pod watch drops before DELETED ns/x rv=10 is sent; relists after backoff"]
     assert events[:5] == [("add", f"ns/{n}", rv) for rv, n in enumerate(initial, 1)]
     assert events[5:] == [
         ("add", "ns/q", 6),  # popped in the step that learnt of the failure
