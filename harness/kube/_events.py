@@ -13,14 +13,18 @@ bug lives, so a model says it the way upstream does instead of by hand:
   ``metadata.generation`` changed, so status-only and metadata-only updates are
   dropped (``pkg/predicate/predicate.go``); creates and deletes pass.
 - :class:`ResourceVersionChangedPredicate`: drops updates with an unchanged
-  resourceVersion, i.e. resync and duplicate deliveries.
+  resourceVersion: resyncs, and the syncs that reach only handlers with a
+  resync period (a duplicate delivery, an object a relist found unchanged).
 - :class:`EnqueueRequestForObject`, :class:`EnqueueRequestForOwner`
   (``handler.EnqueueRequestForOwner``, optionally ``OnlyControllerOwner()``) and
   :class:`EnqueueRequestsFromMapFunc` (``pkg/handler``).
 
-A relist (after 410 Gone, or the ``watch_drop`` shorthand) delivers objects the
-cache did not have as ``OnAdd``, so they reach a controller-runtime model as
-create events: a create predicate sees them, as upstream. A delete seen only
+A relist (after 410 Gone, a failed re-watch, or the ``watch_drop`` shorthand)
+delivers objects the cache did not have as ``OnAdd``, so they reach a
+controller-runtime model as create events: a create predicate sees them, as
+upstream; an object whose resourceVersion changed meanwhile comes as an update
+(with its generation unchanged if only its status did: a
+``GenerationChangedPredicate`` drops it). A delete seen only
 through a relist arrives as a :class:`~harness.kube.DeletedFinalStateUnknown`;
 the source unwraps it and sets ``delete_state_unknown``, as controller-runtime's
 ``EventHandler.OnDelete`` does.
