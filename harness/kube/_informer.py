@@ -25,11 +25,11 @@ watch ends or a relist starts); what was not yet sent is fetched again by the
 re-watch (``events_since`` the last received revision) or replaced by the
 relist.
 
-The model: the FIFO takes an event at its commit; **popping** it (the indexer
-update and the handlers) is the scheduled action, with the event's window.
-Every event carries one fault point of each watch kind, "the watch ended
-before this event was sent", which the search decides at the first informer
-step after the commit (the event's own pop when the FIFO was empty, else the
+The model: an event joins the FIFO at its commit, provisionally; **popping**
+it (the indexer update and the handlers) is the scheduled action, with the
+event's window. Every event carries one fault point of each watch kind, "the
+watch ended before this event was sent", which the search decides at the first
+informer step after the commit (the event's own pop when the FIFO was empty, else the
 pop of the delta ahead of it). If it fires, that event and every later one
 are taken back out of the FIFO (nothing has seen them yet: the FIFO hands
 deltas over in order) and the reflector's ``LastSyncResourceVersion`` is the
@@ -128,9 +128,10 @@ not name the kinds itself; README "Fault kinds" has the same table)
     relist after client-go's backoff (800 ms doubling to 30 s, jitter up to the
     same again, reset after 2 minutes of health).
 ``transient_error`` (the apiserver's ``transient_errors=True``), at each
-    re-watch and each LIST: the request fails (a timeout, which
-    ``isWatchErrorRetriable`` does not retry): the reflector relists (or lists
-    again) after the backoff.
+    re-watch and each LIST after the first: the request fails (a timeout,
+    which ``isWatchErrorRetriable`` does not retry), so ``ListAndWatch``
+    returns and the reflector lists again after the backoff. (A failed first
+    LIST would only delay the sync every controller waits for.)
 ``watch_drop`` (``watch_drops=True``), one point per event
     the shorthand "drop and relist": the watch ends with an error before the
     event is sent, which is a watch end followed by a failed re-watch: received
