@@ -17,8 +17,11 @@ class _PlanSearch:
     ran meanwhile, and each becomes a sibling "until that one has run"), each
     fault point the run passed, and each other value of its data choices.
     A run in which an entry changed nothing is the run of a smaller plan and
-    is not counted twice. The order is deterministic, so "the first failing
-    plan with the fewest entries" is one plan whatever found the bug first.
+    is not counted twice. Within a level, plans with fewer faults run first:
+    of two stories of the same length, the one that needs no failure (a late
+    delivery rather than a watch that breaks) is the one an upstream report
+    tells. The order is deterministic, so "the first failing plan with the
+    fewest entries" is one plan whatever found the bug first.
     """
 
     def __init__(self, runner: _Runner, max_entries: int, accept: Callable[[RunOutcome], bool]) -> None:
@@ -35,40 +38,54 @@ class _PlanSearch:
         for depth in range(self.max_entries + 1):
             self.level_reached = depth
             nxt: list[tuple[Entry, ...]] = []
-            queue = list(level)
-            qi = 0
-            while qi < len(queue):
-                if self.runner.exhausted():
+            by_faults: dict[int, list[tuple[Entry, ...]]] = {}
+            for p in level:
+                by_faults.setdefault(_fault_count(p), []).append(p)
+            for f in sorted(by_faults):
+                if self._level(by_faults[f], depth, seen, nxt):
                     return
-                plan = queue[qi]
-                qi += 1
-                chooser = PlanChooser(plan)
-                out = self.runner.run(chooser)
-                if chooser.inert:
-                    continue  # the same run as a smaller plan
-                if self.accept(out):
-                    self.found = (out, chooser.plan)
-                    return
-                # siblings: hold X until each action that ran while it was held
-                last = [e for e in plan if isinstance(e, Hold) and e.until is None]
-                for h in last:
-                    for y in _dedup(chooser.during.get(h.what, [])):
-                        sib = canonical_plan([*(e for e in plan if e != h), Hold(h.what, y)])
-                        key = frozenset(sib)
-                        if key not in seen:
-                            seen.add(key)
-                            queue.append(sib)
-                if depth < self.max_entries:
-                    for child in _children(plan, chooser):
-                        key = frozenset(child)
-                        if key not in seen:
-                            seen.add(key)
-                            nxt.append(child)
             self.complete_levels = depth
             level = nxt
             if not level:
                 self.complete_levels = self.max_entries
                 return
+
+    def _level(self, queue: list[tuple[Entry, ...]], depth: int, seen: set[frozenset[Entry]],
+               nxt: list[tuple[Entry, ...]]) -> bool:
+        """Run the plans of one level with one fault count (siblings join the queue); True: stop the search."""
+        qi = 0
+        while qi < len(queue):
+            if self.runner.exhausted():
+                return True
+            plan = queue[qi]
+            qi += 1
+            chooser = PlanChooser(plan)
+            out = self.runner.run(chooser)
+            if chooser.inert:
+                continue  # the same run as a smaller plan
+            if self.accept(out):
+                self.found = (out, chooser.plan)
+                return True
+            # siblings: hold X until each action that ran while it was held (same fault count)
+            last = [e for e in plan if isinstance(e, Hold) and e.until is None]
+            for h in last:
+                for y in _dedup(chooser.during.get(h.what, [])):
+                    sib = canonical_plan([*(e for e in plan if e != h), Hold(h.what, y)])
+                    key = frozenset(sib)
+                    if key not in seen:
+                        seen.add(key)
+                        queue.append(sib)
+            if depth < self.max_entries:
+                for child in _children(plan, chooser):
+                    key = frozenset(child)
+                    if key not in seen:
+                        seen.add(key)
+                        nxt.append(child)
+        return False
+
+
+def _fault_count(plan: tuple[Entry, ...]) -> int:
+    return sum(1 for e in plan if isinstance(e, Fault))
 
 
 def _dedup(items: list[Ident]) -> list[Ident]:
@@ -86,12 +103,12 @@ def _children(plan: tuple[Entry, ...], chooser: PlanChooser) -> list[tuple[Entry
     faulted = {e.at for e in plan if isinstance(e, Fault)}
     picked = {e.at for e in plan if isinstance(e, Pick)}
     kids: list[tuple[Entry, ...]] = []
-    for ident, _kind in chooser.fault_points:
-        if ident not in faulted:
-            kids.append(canonical_plan([*plan, Fault(ident)]))
     for ident, _n in chooser.decisions:
         if ident not in held:
             kids.append(canonical_plan([*plan, Hold(ident, None)]))
+    for ident, _kind in chooser.fault_points:
+        if ident not in faulted:
+            kids.append(canonical_plan([*plan, Fault(ident)]))
     for ident, n in chooser.data_points:
         if ident not in picked:
             kids.extend(canonical_plan([*plan, Pick(ident, v)]) for v in range(1, n))
