@@ -88,7 +88,8 @@ class APIServer:
         default_pod_grace: int = 30,
     ) -> None:
         self._world = world
-        self._transient = transient_errors
+        #: whether requests (and an informer's re-watch or relist) fail with a timeout by default
+        self.transient_errors = transient_errors
         self._ambiguous = ambiguous_writes
         self._stale = stale_reads
         #: seconds a write's response may lag its commit (a strategy's choice within this window)
@@ -134,7 +135,7 @@ class APIServer:
         checkpoint(self._world, label)
         k = (verb, kind)
         self.calls[k] = self.calls.get(k, 0) + 1
-        if self._world.fault("transient_error", f"{label} fails (timeout, no effect)", key=ref, default=self._transient):
+        if self._world.fault("transient_error", f"{label} fails (timeout, no effect)", key=ref, default=self.transient_errors):
             raise self._error(verb, kind, ServerTimeout.of(verb, kind))
 
     def _error(self, verb: str, kind: str, err: ApiError) -> ApiError:

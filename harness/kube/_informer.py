@@ -667,7 +667,7 @@ class Informer:
         if world.fault(
             "transient_error",
             f"{self.name} re-watch fails (timeout); relists after backoff",
-            default=self._api._transient,
+            default=self._api.transient_errors,
         ):
             self._relist_after_backoff()
             self._pump()
@@ -715,7 +715,7 @@ class Informer:
             return
         if self.relists and self._world.fault(
             "transient_error", f"{self.name} list fails (timeout); lists again after backoff",
-            default=self._api._transient,
+            default=self._api.transient_errors,
         ):
             self._relist_after_backoff()
         else:
