@@ -607,6 +607,8 @@ def _search_portfolio(runner: _Runner, strat: Portfolio) -> tuple[RunOutcome | N
     deep interleavings cheaply, PCT finds few-step-ordering bugs with a
     guarantee, Hypothesis finds bugs that need one long postponement.
     """
+    from ._hypothesis import _PlanRun  # a PlanChooser that notes windows (time holds)
+
     seen = {"actors": 1, "k": 50}
     rand = _random_choosers(runner, strat.seed)
     pct = _pct_choosers(runner, PCT(strat.seed ^ 0x9E37, 3), seen)
@@ -619,7 +621,7 @@ def _search_portfolio(runner: _Runner, strat: Portfolio) -> tuple[RunOutcome | N
             cap = runner.runs + strat.chunk
             if member == "hypothesis":
                 if pools is None:
-                    base = PlanChooser()
+                    base = _PlanRun()
                     out = runner.run(base)
                     if _failed(out):
                         return out, member

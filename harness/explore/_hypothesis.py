@@ -1,90 +1,212 @@
-"""The Hypothesis strategy: plans drawn over the identities the runs have met."""
+"""The Hypothesis strategy: plans drawn over the runs met so far, many examples per ``trio.run``.
+
+What an example is
+------------------
+One draw of a short byte string, spelled as a plan by :meth:`_Pools.plan`: the
+first byte picks a *base* (the canonical run half the time, else a run of the
+corpus: runs that met an identity no earlier run met, with their plans), then
+every 4 bytes are one entry on top of the base's plan, naming an action, fault
+point or data choice *of the base's run*: a hold (on any action, or on one on an
+object, where races are) ending at its window's end, at a time inside its
+window, a few actions later or at a later instant; a fault; a pick. A late
+delivery is one entry, a drawn program (RaceMachine rules) is kept in the corpus
+and a later plan adds the hold it needs.
+
+Why one byte string: a single primitive draw is the cheapest example Hypothesis
+makes (a list of tuples of integers costs several times as much in strategy and
+span bookkeeping), and Hypothesis mixes constants found in the source of local
+modules into integer draws (which ones depends on the modules imported so far:
+the same seed would give other plans in another process) but into byte strings
+only from bytes literals of a drawable length, and this project has none.
+
+Many examples, one ``trio.run``: see :class:`_Handoff`.
+"""
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..sim import Entry, Fault, Hold, Ident, Pick, PlanChooser, RunOutcome, canonical_plan
+from ..sim import Entry, Fault, Hold, Ident, Option, Pick, PlanChooser, RunOutcome, canonical_plan
 from ._runner import _failed, _mix, _Runner
 
 
-class _Pools:
-    """What a Hypothesis-drawn plan may name: the actions, fault points and data choices of the canonical run."""
+class _PlanRun(PlanChooser):
+    """A :class:`PlanChooser` that also notes the time of every step and each action's window.
 
-    def __init__(self, chooser: PlanChooser) -> None:
-        self.held: list[Ident] = []
-        self.ran: list[Ident] = []
-        self.faults: list[Ident] = []
-        self.data: list[tuple[Ident, int]] = []
-        self._seen: set[tuple[str, Ident]] = set()
-        self._pos: dict[Ident, int] = {}  # first place of an action in `ran`
-        self.learn(chooser)
+    A plan drawn on top of this run names its actions, and two kinds of hold
+    end need time: a time inside the held action's window ("the DELETE arrives
+    1.4 s late"), and the first action of a later instant ("until the 1 s timer
+    fires", before anything else at that instant).
+    """
 
-    def learn(self, chooser: PlanChooser) -> None:
-        """Append what a run met that no earlier run did (its order: deterministic).
+    def __init__(self, plan: tuple[Entry, ...] = ()) -> None:
+        super().__init__(plan)
+        #: virtual time of each step, parallel to ``ran``
+        self.times: list[float] = []
+        #: action -> (nominal, latest): the window of each action that ran at a decision with one
+        self.windows: dict[Ident, tuple[float, float]] = {}
 
-        A drawn program (a RaceMachine's rules, a picked branch) spawns actions
-        the canonical run never had; the pools grow so later draws can name them.
-        Earlier indexes keep their meaning, so small draws still mean "early in
-        the canonical run".
+    def schedule(self, options: Sequence[Option], now: float, can_wait: bool) -> int:
+        ran = len(self.ran)
+        idx = super().schedule(options, now, can_wait)
+        if len(self.ran) > ran:  # an action ran (not a time jump): its time, and its window if it had one
+            self.times.append(now)
+            o = options[idx]
+            if o.nominal < o.latest < math.inf:
+                self.windows.setdefault(o.ident, (o.nominal, o.latest))  # type: ignore[arg-type]
+        return idx
+
+
+class _Base:
+    """A run a drawn plan extends: its plan, and what it met in its own order."""
+
+    __slots__ = ("_leaders", "_pos", "data", "faults", "held", "keyed", "plan", "ran", "times", "windows")
+
+    def __init__(self, plan: tuple[Entry, ...], chooser: _PlanRun) -> None:
+        self.plan = plan
+        self.held = [ident for ident, _n in chooser.decisions]  # each step's identity is unique in its run
+        #: the held actions on an object (an API call, a delivery, a read of a key): where races are
+        self.keyed = [ident for ident in self.held if ident.key is not None] or self.held
+        self.ran = chooser.ran
+        self.times = chooser.times
+        self.faults = [ident for ident, _k in chooser.fault_points]
+        self.data = [(ident, n) for ident, n in chooser.data_points if n > 1]
+        self.windows = chooser.windows
+        self._pos: dict[Ident, int] | None = None
+        self._leaders: list[int] | None = None
+
+    def until(self, what: Ident, mode: int, b: int) -> Ident | float | None:
+        """When a hold on ``what`` ends, from two drawn numbers (``mode`` 0..3, ``b`` 0..255).
+
+        0: as long as its window allows. 1: a time inside its window, ``b``/256
+        of the way (no window: as 2). 2: after the action ``b`` places on, on a
+        log scale from the very next action to the last (a little late is as
+        cheap to draw as very late). 3: after the first action of a later
+        instant, on the same log scale: a timer that fires, a poll that comes
+        round, before the rest of that instant.
         """
-        for ident, _n in chooser.decisions:
-            self._add("held", ident, self.held, ident)
-        for ident in chooser.ran:
-            if ident not in self._pos:
-                self._pos[ident] = len(self.ran)
-            self._add("ran", ident, self.ran, ident)
-        for ident, _k in chooser.fault_points:
-            self._add("fault", ident, self.faults, ident)
-        for ident, n in chooser.data_points:
-            if n > 1:
-                self._add("data", ident, self.data, (ident, n))
-
-    def _after(self, what: Ident, b: int) -> Ident:
-        """The ``b``-th action after ``what`` in the order runs met them: small ``b`` is "a little late".
-
-        Counting from the held action itself (not from the start of the run)
-        makes a short postponement as cheap to draw as any other, so a late
-        delivery needs no luck in two independent draws.
-        """
+        if mode == 0:
+            return None
+        if mode == 1:
+            w = self.windows.get(what)
+            if w is not None:
+                return w[0] + (b + 0.5) / 256 * (w[1] - w[0])
+        if self._pos is None:
+            self._pos = {ident: i for i, ident in enumerate(self.ran)}
         start = self._pos.get(what, -1) + 1
-        return self.ran[(start + b) % len(self.ran)]
+        if mode == 3:
+            if self._leaders is None:
+                t = self.times
+                self._leaders = [i for i in range(1, len(t)) if t[i] > t[i - 1]]
+            later = [i for i in self._leaders if i >= start]
+            if later:
+                return self.ran[later[_log_index(len(later), b)]]
+        rest = len(self.ran) - start
+        return self.ran[start + _log_index(rest, b)] if rest > 0 else None
 
-    def _add(self, pool: str, ident: Ident, into: list[Any], item: Any) -> None:
-        if (pool, ident) not in self._seen:
-            self._seen.add((pool, ident))
-            into.append(item)
 
-    def plan(self, raw: list[tuple[int, int, int]]) -> tuple[Entry, ...]:
-        out: dict[Any, Entry] = {}
-        kinds = [k for k, pool in ((0, self.held), (1, self.faults), (2, self.data)) if pool]
-        for drawn, a, b in raw:
-            kind = kinds[drawn % len(kinds)] if kinds else -1
-            if kind == 0 and self.held:
-                what = self.held[a % len(self.held)]
-                until = None if b < 0 or not self.ran else self._after(what, b)
-                out.setdefault(("hold", what), Hold(what, until))
-            elif kind == 1 and self.faults:
-                at = self.faults[a % len(self.faults)]
-                out.setdefault(("fault", at), Fault(at))
-            elif kind == 2 and self.data:
-                ident, n = self.data[a % len(self.data)]
-                out.setdefault(("pick", ident), Pick(ident, 1 + abs(b) % (n - 1)))
+def _log_index(n: int, b: int) -> int:
+    """An index in ``range(n)`` from a byte, log-uniform: 0 about as likely as 1-2, as 3-6, ..."""
+    return min(n - 1, int((n + 1) ** (b / 255)) - 1)
+
+
+class _Pools:
+    """What a Hypothesis-drawn plan extends and names: the canonical run, and runs that met something new.
+
+    A plan is a base (the canonical run or a run of the corpus) plus drawn
+    entries naming actions, fault points and data choices *of that base's run*.
+    A run that meets an identity no earlier run met joins the corpus: a drawn
+    program (a RaceMachine's rules, a picked branch) or a hold that opened a new
+    path is kept, and later plans build on it where that path's actions are
+    nameable, instead of needing every entry again in one draw. The corpus keeps
+    ``_CORPUS`` runs, the oldest replaced first; everything here follows from the
+    order of the runs, so it is deterministic.
+    """
+
+    def __init__(self, chooser: _PlanRun) -> None:
+        self.bases: list[_Base] = [_Base((), chooser)]
+        self._seen: set[Ident] = set()
+        self._novel(chooser)
+        self._next = 1  # the corpus slot replaced next when it is full
+
+    @property
+    def held(self) -> list[Ident]:
+        return self.bases[0].held
+
+    @property
+    def faults(self) -> list[Ident]:
+        return self.bases[0].faults
+
+    @property
+    def data(self) -> list[tuple[Ident, int]]:
+        return self.bases[0].data
+
+    def _novel(self, chooser: _PlanRun) -> bool:
+        seen = self._seen
+        n = len(seen)
+        seen.update(chooser.ran)
+        seen.update(ident for ident, _k in chooser.fault_points)
+        seen.update(ident for ident, _n in chooser.data_points)
+        return len(seen) > n
+
+    def learn(self, chooser: _PlanRun) -> None:
+        """Keep the run in the corpus when it met something no earlier run did."""
+        if not self._novel(chooser) or len(chooser.plan) > _MAX_BASE_ENTRIES:
+            return
+        base = _Base(chooser.plan, chooser)
+        if len(self.bases) < _CORPUS:
+            self.bases.append(base)
+            return
+        self.bases[self._next] = base
+        self._next = self._next + 1 if self._next + 1 < _CORPUS else 1
+
+    def plan(self, raw: bytes) -> tuple[Entry, ...]:
+        """The plan ``raw`` spells: a base (first byte), then one entry per ``_ENTRY`` bytes."""
+        if not raw:
+            return ()
+        head = raw[0]
+        base = self.bases[0] if head < 128 or len(self.bases) == 1 else self.bases[1 + head % (len(self.bases) - 1)]
+        out: dict[Any, Entry] = {_key(e): e for e in base.plan}
+        kinds = [k for k, pool in ((0, base.held), (1, base.faults), (2, base.data)) if pool]
+        if not kinds:
+            return canonical_plan(out.values())
+        for i in range(1, len(raw) - _ENTRY + 1, _ENTRY):
+            k, hi, lo, b = raw[i], raw[i + 1], raw[i + 2], raw[i + 3]
+            kind = kinds[k % len(kinds)]
+            a = (hi & 0x7F) << 8 | lo
+            e: Entry
+            if kind == 0:
+                held = base.keyed if hi & 0x80 else base.held
+                what = held[a % len(held)]
+                e = Hold(what, base.until(what, (k // len(kinds)) & 3, b))
+            elif kind == 1:
+                e = Fault(base.faults[a % len(base.faults)])
+            else:
+                ident, n = base.data[a % len(base.data)]
+                e = Pick(ident, 1 + b % (n - 1))
+            out[_key(e)] = e
         return canonical_plan(out.values())
 
 
+def _key(e: Entry) -> tuple[str, Ident]:
+    """What an entry is about: a later entry on the same action, point or choice replaces it."""
+    return (e.kind, e.what if isinstance(e, Hold) else e.at)
+
+
 def _search_hypothesis(runner: _Runner, seed: int) -> RunOutcome | None:
-    """Let Hypothesis draw plans over the canonical run's actions; its shrinker removes entries.
+    """Let Hypothesis draw plans over the runs met so far; the plan shrinker and the referee minimize.
 
     A runs budget is one Hypothesis search of that many examples. A seconds
     budget runs searches of ``_CHUNK`` examples with derived seeds until the time
-    is spent: raising out of a Hypothesis test to stop it early is treated as a
-    flaky test, so we never do.
+    is spent (one search's memory of its examples stays bounded); the corpus
+    carries over from one to the next. Either way a stop between two examples
+    (the budget, Ctrl-C, a failure) halts the search at once (:class:`_Halt`).
     """
-    base = PlanChooser()
+    base = _PlanRun()
     out = runner.run(base)
     if _failed(out):
         return out
@@ -101,23 +223,24 @@ def _search_hypothesis(runner: _Runner, seed: int) -> RunOutcome | None:
 
 
 _CHUNK = 200
-_MIN_POOL_DRAW = 64  # room for what the canonical run never met
-_MAX_ENTRIES = 8  # more entries per draw: a late delivery is hit sooner; the plan shrinker removes the rest
+_ENTRY = 4  # bytes per plan entry: kind and until-mode, which (2 bytes), until or value
+_MAX_ENTRIES = 8  # Hypothesis draws 2 on average (its byte strings average 10 bytes); the shrinker removes extras
+_CORPUS = 64  # runs kept to build on, the canonical run included
+_MAX_BASE_ENTRIES = 4  # a plan with more entries is not built on (plans would only grow)
 
 
 def _hypothesis_chunk(runner: _Runner, pools: _Pools, seed: int, examples: int) -> RunOutcome | None:
+    """At most ``examples`` Hypothesis examples, one run each, all in one ``trio.run``; the failing run, if any.
+
+    Each example is one draw: a base byte and 1 to ``_MAX_ENTRIES`` entries of
+    ``_ENTRY`` bytes, spelled as a plan by :meth:`_Pools.plan` (module docstring).
+    """
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
 
-    # Indexes are bounded by the pools (fixed for the search), so Hypothesis's preference for small
-    # values means "early in the canonical run" and -1 (no until: as long as the window allows).
-    # The pools grow as runs meet new actions; draws beyond a pool wrap around it.
     if not (pools.held or pools.faults or pools.data):
         return None
-    size = max(len(pools.held), len(pools.faults), len(pools.data), _MIN_POOL_DRAW)
-    until = st.just(-1) | st.integers(0, max(_MIN_POOL_DRAW, 2 * len(pools.ran)) - 1)
-    entry = st.tuples(st.integers(0, 2), st.integers(0, 2 * size - 1), until)
     handoff = _Handoff()
 
     @hseed(seed)
@@ -132,9 +255,9 @@ def _hypothesis_chunk(runner: _Runner, pools: _Pools, seed: int, examples: int) 
         suppress_health_check=list(HealthCheck),
         print_blob=False,
     )
-    @given(st.lists(entry, min_size=1, max_size=_MAX_ENTRIES))
-    def search(raw: list[tuple[int, int, int]]) -> None:
-        chooser = PlanChooser(pools.plan(raw))
+    @given(st.binary(min_size=1 + _ENTRY, max_size=1 + _ENTRY * _MAX_ENTRIES))
+    def search(raw: bytes) -> None:
+        chooser = _PlanRun(pools.plan(raw))
         handoff.run(chooser)
         pools.learn(chooser)
 
