@@ -24,6 +24,7 @@ Many examples, one ``trio.run``: see :class:`_Handoff`.
 
 from __future__ import annotations
 
+import functools
 import math
 import queue
 import threading
@@ -235,13 +236,21 @@ def _hypothesis_chunk(runner: _Runner, pools: _Pools, seed: int, examples: int) 
     Each example is one draw: a base byte and 1 to ``_MAX_ENTRIES`` entries of
     ``_ENTRY`` bytes, spelled as a plan by :meth:`_Pools.plan` (module docstring).
     """
-    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-    from hypothesis import seed as hseed
-    from hypothesis import strategies as st
-
     if not (pools.held or pools.faults or pools.data):
         return None
     handoff = _Handoff()
+    return handoff.drive(runner, functools.partial(_search, handoff, pools, seed, examples))
+
+
+def _search(handoff: _Handoff, pools: _Pools, seed: int, examples: int) -> None:
+    """The Hypothesis search, built and run on the worker thread.
+
+    Hypothesis keeps its "inside a test" state per thread, so a search run from
+    inside a user's own ``@given`` test is not a nested ``@given`` to it.
+    """
+    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+    from hypothesis import seed as hseed
+    from hypothesis import strategies as st
 
     @hseed(seed)
     @settings(
@@ -261,7 +270,7 @@ def _hypothesis_chunk(runner: _Runner, pools: _Pools, seed: int, examples: int) 
         handoff.run(chooser)
         pools.learn(chooser)
 
-    return handoff.drive(runner, search)
+    search()
 
 
 class _Halt(BaseException):
@@ -282,28 +291,31 @@ _DONE = "done"
 
 
 class _Handoff:
-    """Hypothesis's loop in a worker thread, the runs in one ``trio.run`` on this one: a strict hand-off.
+    """Hypothesis's loop on a worker thread, the runs in one ``trio.run`` on the caller's: a strict hand-off.
 
     ``@given`` owns its loop (it calls the test once per example) and so does
     :func:`~harness.sim.run_batch` (it asks an iterator for the next chooser and
-    runs it inside the ``trio.run`` it already has). The worker runs the Hypothesis
-    search; each example draws its plan, puts the chooser on ``requests`` and waits
-    for the reply. This thread, inside ``run_batch``, takes the chooser, runs it and
-    replies "ran" when ``run_batch`` asks for the next one. One side works at a time,
-    so the runs are Hypothesis's examples in Hypothesis's order: same seed, same runs.
+    runs it inside the ``trio.run`` it already has). The worker builds and runs the
+    Hypothesis search; each example draws its plan, puts the chooser on
+    ``requests`` and waits for the reply. The calling thread, inside ``run_batch``,
+    takes the chooser, runs it and replies "ran" when ``run_batch`` asks for the
+    next one. One side works at a time, so the runs are Hypothesis's examples in
+    Hypothesis's order: same seed, same runs.
 
     Why this way round: the runs stay on the main thread inside ``trio.run``, as
     random's and PCT's do, so Ctrl-C, the stop request, the budget and an exception
-    raised by the scenario end a Hypothesis search exactly as they end theirs
+    raised out of a run end a Hypothesis search exactly as they end theirs
     (:meth:`_Runner.run_many`), between runs. Rejected: Trio on the worker and
-    Hypothesis here (Ctrl-C would land in Hypothesis's engine, the runs could not see
-    it); Trio's guest mode driven from the test (every scheduler batch pays a
-    thread hop for its I/O wait: dearer than one ``trio.run`` per example); driving
-    Hypothesis's engine by hand (internal API, STYLE 16).
+    Hypothesis on the main thread (Ctrl-C would land in Hypothesis's engine and
+    the runs could not see it); Trio's guest mode driven from the test (every
+    scheduler batch pays a thread hop for its I/O wait: dearer than one
+    ``trio.run`` per example); driving Hypothesis's engine by hand (internal API,
+    STYLE 16).
 
-    When the search stops (a failure, the budget, Ctrl-C, an exception) this thread
+    When the search stops (a failure, the budget, Ctrl-C, an exception) the caller
     replies "halt" to the pending example and to any drawn after it; the test
-    raises :class:`_Halt` and the worker ends.
+    raises :class:`_Halt` and the worker ends. An error of the search itself is
+    raised on the caller once the worker has ended.
     """
 
     def __init__(self) -> None:

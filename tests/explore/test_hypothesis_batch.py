@@ -152,6 +152,22 @@ def test_same_seed_same_runs_different_seed_other_runs(monkeypatch: pytest.Monke
     assert a != c
 
 
+def test_a_search_runs_inside_a_users_own_hypothesis_test() -> None:
+    # Hypothesis keeps "inside a test" per thread: the search's @given, built on the worker, is not nested in this one
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    found: list[bool] = []
+
+    @settings(max_examples=3, database=None, deadline=None)
+    @given(st.integers(0, 3))
+    def outer(seed: int) -> None:
+        found.append(h.explore(toys.lost_update, strategy="hypothesis", budget=50, seed=seed).found)
+
+    outer()
+    assert len(found) >= 3 and all(found)
+
+
 # ---------------------------------------------------------------- stopping
 def test_a_stop_request_ends_the_search_after_that_run(monkeypatch: pytest.MonkeyPatch) -> None:
     with _interrupt.sigint_requests_stop():
