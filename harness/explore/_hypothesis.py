@@ -24,6 +24,7 @@ Many examples, one ``trio.run``: see :class:`_Handoff`.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import queue
@@ -103,9 +104,10 @@ class _Base:
             if self._leaders is None:
                 t = self.times
                 self._leaders = [i for i in range(1, len(t)) if t[i] > t[i - 1]]
-            later = [i for i in self._leaders if i >= start]
+            first = bisect.bisect_left(self._leaders, start)
+            later = len(self._leaders) - first
             if later:
-                return self.ran[later[_log_index(len(later), b)]]
+                return self.ran[self._leaders[first + _log_index(later, b)]]
         rest = len(self.ran) - start
         return self.ran[start + _log_index(rest, b)] if rest > 0 else None
 
