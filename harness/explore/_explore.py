@@ -18,9 +18,9 @@ Strategies
                 uniformly over the run's fault points for a swarm subset of kinds.
 ``pct``         PCT (Burckhardt et al. 2010) with the same lateness and faults.
 ``hypothesis``  Hypothesis draws a *plan* (a short list of named holds, faults
-                and picks over the actions of the canonical run), so a late
-                delivery is as cheap to draw as an early one and its shrinker
-                removes entries.
+                and picks over the actions of the canonical run, or of a run
+                that met something new), so a late delivery is as cheap to
+                draw as an early one; all examples run in one ``trio.run``.
 ``exhaustive``  every plan with 0, 1, ..., k entries, breadth first, extended
                 from the runs it has seen: the referee that proves a
                 counterexample minimal and a fixed model clean up to ``k``.
