@@ -53,7 +53,9 @@ async def counted(
 
 
 # ------------------------------------------------------------ one trio.run
-def test_a_search_runs_all_its_examples_in_one_trio_run(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def trio_runs(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every ``trio.run`` call of the test, by its entry function."""
     calls: list[object] = []
     real = trio.run
 
@@ -62,21 +64,19 @@ def test_a_search_runs_all_its_examples_in_one_trio_run(monkeypatch: pytest.Monk
         return real(*args, **kwargs)
 
     monkeypatch.setattr(trio, "run", counting)
+    return calls
+
+
+def test_a_search_runs_all_its_examples_in_one_trio_run(trio_runs: list[object]) -> None:
+    calls = trio_runs
     result = h.explore(toys.order_violation, strategy="hypothesis", budget=300, fixed=True)
     assert result.verdict == "none-found" and result.runs == 300  # the runs budget, exactly
     assert len(calls) == 2  # the canonical run, then 299 examples in one
     assert not _workers()
 
 
-def test_seconds_budget_runs_chunks_of_examples_each_in_one_trio_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[object] = []
-    real = trio.run
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        calls.append(args[0])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(trio, "run", counting)
+def test_seconds_budget_runs_chunks_of_examples_each_in_one_trio_run(trio_runs: list[object]) -> None:
+    calls = trio_runs
     result = h.explore(toys.order_violation, strategy="hypothesis", budget=h.Budget(runs=None, seconds=0.5), fixed=True)
     assert result.verdict == "none-found" and result.runs > 1
     assert len(calls) <= 2 + (result.runs - 1) // _hyp._CHUNK  # the canonical run, then one per chunk

@@ -42,6 +42,15 @@ class Recorder:
         self.added.append(item)
 
 
+async def _sync_then_delete_create_patch(inf: Informer, api: APIServer) -> None:
+    """Start ``inf``, wait for its sync, then delete pod a, create pod b and patch b (three events)."""
+    inf.start()
+    await inf.wait_for_cache_sync()
+    await api.delete("Pod", "ns", "a")
+    b = await api.create(KubeObject("Pod", "ns", "b"))
+    await api.patch("Pod", "ns", b.name, {"spec": {"v": 2}})
+
+
 def _relist_model(queue: Recorder, deletes: list[DeleteEvent]) -> Any:
     """b is created and its spec changed while the Pod watch may be down; a is deleted meanwhile."""
 
@@ -55,11 +64,7 @@ def _relist_model(queue: Recorder, deletes: list[DeleteEvent]) -> Any:
         inf = Informer(world, api, "Pod", latency=1.0, watch_drops=True)
         # a controller that ignores creates (it creates these pods itself) and reconciles on changes
         watch(inf, queue, None, Funcs(create_func=lambda e: False, delete_func=record_delete))
-        inf.start()
-        await inf.wait_for_cache_sync()
-        await api.delete("Pod", "ns", "a")
-        b = await api.create(KubeObject("Pod", "ns", "b"))
-        await api.patch("Pod", "ns", b.name, {"spec": {"v": 2}})
+        await _sync_then_delete_create_patch(inf, api)
         await world.sleep(5.0)
 
     return scenario
@@ -370,11 +375,7 @@ def _writer_model(events: list[tuple[Any, ...]], **informer: Any) -> Any:
             lambda o: events.append(("tombstone", o.key, o.obj.resource_version)
                                     if isinstance(o, DeletedFinalStateUnknown) else ("delete", o.key, o.resource_version)),
         )
-        inf.start()
-        await inf.wait_for_cache_sync()
-        await api.delete("Pod", "ns", "a")
-        b = await api.create(KubeObject("Pod", "ns", "b"))
-        await api.patch("Pod", "ns", b.name, {"spec": {"v": 2}})
+        await _sync_then_delete_create_patch(inf, api)
         await world.sleep(10.0)
 
     return scenario
