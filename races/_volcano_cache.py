@@ -151,6 +151,7 @@ class SchedulerCache:
         self.jobs: dict[str, JobInfo] = {}
         # workqueue.NewRateLimitingQueue(DefaultControllerRateLimiter()) of *JobInfo
         self.deleted_jobs: WorkQueue[JobInfo] = WorkQueue(world, "DeletedJobs")
+        world.share_memory("DeletedJobs", "scheduler")  # the queue's delay timers live in the scheduler
         self.informers = (pods, pod_groups)
         pods.add_event_handler(self.add_pod, self.update_pod, self.delete_pod)
         pod_groups.add_event_handler(self.add_pod_group, self.update_pod_group, self.delete_pod_group)

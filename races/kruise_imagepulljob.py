@@ -328,6 +328,7 @@ async def scenario(
     world: World, *, fixed: bool = False, delta: float = 0.0, images: tuple[str, ...] = ("nginx:latest", "busybox:latest")
 ) -> None:
     """An ImageListPullJob with two images on one NodeImage; every tag must land within 10 s."""
+    world.share_memory("informer", "imagepulljob-controller")  # one kruise-manager process
     api = APIServer(world)
     await api.create(KubeObject("NodeImage", "", NODE_IMAGE, labels={"kubernetes.io/hostname": NODE_IMAGE}))
     kruise = ImagePullJobController(world, api, fixed=fixed, delta=delta)

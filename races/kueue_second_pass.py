@@ -337,6 +337,10 @@ async def scenario(world: World, *, fixed: bool = False, teardown_after: float =
     ``teardown_after``: seconds between the node failure and test A's ``AfterEach`` (0.3:
     inside the 1 s ``AfterFunc`` window; 1.0: the residual window of #5587).
     """
+    # one kueue manager process: its informers, scheduler, queue manager and controllers share memory
+    world.share_memory(
+        "informer", "kueue-scheduler", "queue-manager", "node-failure-controller", "tas-resource-flavor-controller"
+    )
     env = TestEnv(world, fixed=fixed)
     await env.open()
 

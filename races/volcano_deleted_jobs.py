@@ -340,6 +340,9 @@ class Cluster:
         rs_workers: int = 5,
     ) -> None:
         self.world = world
+        # three processes that meet only at the apiserver (the scheduler's is declared by its cache)
+        world.share_memory("replicaset-controller")
+        world.share_memory("pg-controller")
         self.api = APIServer(world)
         # --concurrent-replicaset-syncs: 5 by default
         self.rs_controller = ReplicaSetController(

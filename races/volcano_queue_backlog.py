@@ -511,6 +511,8 @@ async def queue_backlog(
 ) -> None:
     """The overload of spec section 5: PodGroup churn at ``rate * scale``/s against one Queue for ``duration`` s."""
     world.horizon = duration
+    world.share_memory("metrics", CONTROLLER)  # the sampler reads the controller's work queue
+    world.share_memory("scheduler")
     api = APIServer(world)
     await api.create(KubeObject("Queue", "", QUEUE_NAME, spec={"weight": 1}, status={"allocated": {"cpu": 1000}}))
     pgs = PodGroupCache()

@@ -22,12 +22,26 @@ class _PlanSearch:
     delivery rather than a watch that breaks) is the one an upstream report
     tells. The order is deterministic, so "the first failing plan with the
     fewest entries" is one plan whatever found the bug first.
+
+    Reduction (``reduce``): "hold X until Y" places X right after Y, so it
+    differs from the sibling before it by the order of X and Y alone. When Y
+    belongs to another process than X and touches no apiserver object that
+    X's process reads or writes (one of them writing it), the two orders
+    reach the same state, and the sibling is skipped. Everything else runs:
+    each hold as long as its window allows, every fault, every pick, and every
+    "until" on an action of X's own process or of a process whose memory is
+    not declared (``World.share_memory``). ``skipped`` counts the plans left out.
     """
 
-    def __init__(self, runner: _Runner, max_entries: int, accept: Callable[[RunOutcome], bool]) -> None:
+    def __init__(
+        self, runner: _Runner, max_entries: int, accept: Callable[[RunOutcome], bool], reduce: bool = True
+    ) -> None:
         self.runner = runner
         self.max_entries = max_entries
         self.accept = accept
+        self.reduce = reduce
+        #: sibling plans left out by the reduction
+        self.skipped = 0
         self.found: tuple[RunOutcome, tuple[Entry, ...]] | None = None
         self.complete_levels = -1  # every plan with <= this many entries was run
         self.level_reached = 0
@@ -68,8 +82,12 @@ class _PlanSearch:
                 return True
             # siblings: hold X until each action that ran while it was held (same fault count)
             last = [e for e in plan if isinstance(e, Hold) and e.until is None]
+            dependent = _Dependence(chooser) if self.reduce and last else None
             for h in last:
                 for y in _dedup(chooser.during.get(h.what, [])):
+                    if dependent is not None and not dependent(h.what, y):
+                        self.skipped += 1
+                        continue
                     sib = canonical_plan([*(e for e in plan if e != h), Hold(h.what, y)])
                     key = frozenset(sib)
                     if key not in seen:
@@ -82,6 +100,37 @@ class _PlanSearch:
                         seen.add(key)
                         nxt.append(child)
         return False
+
+
+class _Dependence:
+    """Which actions of one run may not commute with a held action's process (see :class:`_PlanSearch`)."""
+
+    def __init__(self, chooser: PlanChooser) -> None:
+        self.process_of = chooser.process_of
+        self.footprint = dict(zip(chooser.ran, chooser.footprints, strict=True))
+        self._by_process: dict[str | None, dict[object, bool]] = {}
+        self._ran = chooser.ran
+        self._fps = chooser.footprints
+
+    def _process_footprint(self, proc: str) -> dict[object, bool]:
+        """Every resource the process touched in the run -> whether it wrote it."""
+        fp = self._by_process.get(proc)
+        if fp is None:
+            fp = {}
+            for ident, touched in zip(self._ran, self._fps, strict=True):
+                if touched and self.process_of(ident.actor) == proc:
+                    for res, wrote in touched:
+                        fp[res] = fp.get(res, False) or wrote
+            self._by_process[proc] = fp
+        return fp
+
+    def __call__(self, held: Ident, y: Ident) -> bool:
+        px = self.process_of(held.actor)
+        py = self.process_of(y.actor)
+        if px is None or py is None or px == py:
+            return True
+        mine = self._process_footprint(px)
+        return any(res in mine and (wrote or mine[res]) for res, wrote in self.footprint.get(y, ()))
 
 
 def _fault_count(plan: tuple[Entry, ...]) -> int:
@@ -115,10 +164,12 @@ def _children(plan: tuple[Entry, ...], chooser: PlanChooser) -> list[tuple[Entry
     return kids
 
 
-def _search_exhaustive(runner: _Runner, max_deviations: int) -> tuple[RunOutcome | None, bool, tuple[Entry, ...]]:
-    """Breadth-first over plans. Returns (first failure, complete?, its plan)."""
-    search = _PlanSearch(runner, max_deviations, _failed)
+def _search_exhaustive(
+    runner: _Runner, max_deviations: int, reduce: bool = True
+) -> tuple[RunOutcome | None, bool, tuple[Entry, ...], int]:
+    """Breadth-first over plans. Returns (first failure, complete?, its plan, plans skipped by the reduction)."""
+    search = _PlanSearch(runner, max_deviations, _failed, reduce)
     search.run()
     if search.found is not None:
-        return search.found[0], True, search.found[1]
-    return None, search.complete_levels >= max_deviations, ()
+        return search.found[0], True, search.found[1], search.skipped
+    return None, search.complete_levels >= max_deviations, (), search.skipped

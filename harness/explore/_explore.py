@@ -106,11 +106,16 @@ class Hypothesis(Strategy):
 
 @dataclass(frozen=True)
 class Exhaustive(Strategy):
+    """Every plan of up to ``max_deviations`` entries; ``reduce=False`` also runs every reordering of
+    actions the reduction finds independent (see ``World.share_memory``)."""
+
     max_deviations: int = 2
+    reduce: bool = True
     name = "exhaustive"
 
     def describe(self) -> str:
-        return f"exhaustive(max_deviations={self.max_deviations})"
+        off = "" if self.reduce else ", reduce=False"
+        return f"exhaustive(max_deviations={self.max_deviations}{off})"
 
 
 @dataclass(frozen=True)
@@ -223,6 +228,8 @@ class Result:
     #: for a replay of a trace file: the file, and where the run left it (None: it did not)
     replayed: str | None = None
     divergence: str | None = None
+    #: plans the exhaustive referee's reduction left out (reorderings of independent actions)
+    skipped: int = 0
 
     @property
     def found(self) -> bool:
@@ -253,7 +260,8 @@ class Result:
         if self.verdict == "proved-clean":
             return (
                 f"proved clean up to {self.proved_bound} {_plural(self.proved_bound or 0, 'deviation')} "
-                f"(holds and faults; {self.space}; {self.runs:,} {_plural(self.runs, 'run')}, {self.seconds:.2f} s)"
+                f"(holds and faults; {self.space}; {self.runs:,} {_plural(self.runs, 'run')}, {self.seconds:.2f} s"
+                f"{_skipped(self.skipped)})"
             )
         if self.verdict == "interrupted":
             return f"{where}: interrupted before any violation was found"
@@ -264,6 +272,10 @@ class Result:
 
     def __str__(self) -> str:
         return self.outcome
+
+
+def _skipped(n: int) -> str:
+    return f"; {n:,} {_plural(n, 'reordering')} of independent actions skipped" if n else ""
 
 
 # --------------------------------------------------------------- searches
@@ -498,6 +510,7 @@ def explore(
     pct_bound: float | None = None
     proved: int | None = None
     replay_divergence: str | None = None
+    skipped = 0
     try:
         if isinstance(strat, Random):
             found = _search_random(runner, strat)
@@ -509,7 +522,7 @@ def explore(
         elif isinstance(strat, Portfolio):
             found, found_by = _search_portfolio(runner, strat)
         elif isinstance(strat, Exhaustive):
-            found, complete, plan = _search_exhaustive(runner, strat.max_deviations)
+            found, complete, plan, skipped = _search_exhaustive(runner, strat.max_deviations, strat.reduce)
             if found is not None:
                 found_plan = plan
             elif complete:
@@ -597,6 +610,7 @@ def explore(
         space=runner.space(),
         replayed=strat.source if isinstance(strat, Replay) else None,
         divergence=replay_divergence,
+        skipped=skipped,
     )
 
 

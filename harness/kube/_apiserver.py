@@ -133,6 +133,7 @@ class APIServer:
         label = f"{verb} {ref}"
         await self._world.step(label, key=ref, rv=rv or None)
         checkpoint(self._world, label)
+        self._world.touch(("list", kind) if name == "*" else (kind, namespace, name), False)
         k = (verb, kind)
         self.calls[k] = self.calls.get(k, 0) + 1
         if self._world.fault("transient_error", f"{label} fails (timeout, no effect)", key=ref, default=self.transient_errors):
@@ -158,6 +159,7 @@ class APIServer:
         """Store ``obj`` (owned by the server from now on) under a new revision and fan it out."""
         self._rv += 1
         obj.resource_version = self._rv
+        self._touch_write(obj)
         self._store.setdefault(obj.kind, {})[obj.key] = obj
         self._emit(obj.kind, WatchEvent(event_type, obj))
         return obj
@@ -166,10 +168,18 @@ class APIServer:
         """Remove the object; its DELETED event carries the deletion revision, as etcd3 watch does."""
         self._rv += 1
         obj.resource_version = self._rv
+        self._touch_write(obj)
         del self._store[obj.kind][obj.key]
         self._awaiting_kubelet.pop(obj.uid, None)
         self._emit(obj.kind, WatchEvent(DELETED, obj))
         return obj
+
+    def _touch_write(self, obj: KubeObject) -> None:
+        """Footprint of a commit: the object, its kind's lists, and the one revision counter every write moves."""
+        touch = self._world.touch
+        touch((obj.kind, obj.namespace, obj.name), True)
+        touch(("list", obj.kind), True)
+        touch(_REVISION, True)
 
     def _write(self, cur: KubeObject, new: KubeObject) -> KubeObject:
         """Commit an update; a no-op writes nothing; a finished deletion removes the object."""
@@ -515,6 +525,7 @@ class APIServer:
         Sinks are called synchronously at commit, in revision order; informers
         queue the event and deliver it later as their own scheduled step.
         """
+        self._world.touch(("list", kind), False)
         sinks = self._watchers.setdefault(kind, [])
         sinks.append(sink)
 
@@ -526,6 +537,7 @@ class APIServer:
 
     def snapshot(self, kind: str) -> tuple[builtins.list[KubeObject], int]:
         """The committed objects of a kind and the revision they are current at (a LIST for informers)."""
+        self._world.touch(("list", kind), False)
         return list(self._store.get(kind, {}).values()), self._rv
 
     # ------------------------------------------------------- watch cache history
@@ -540,6 +552,8 @@ class APIServer:
 
     def snapshot_at(self, kind: str, rv: int) -> builtins.list[KubeObject]:
         """The objects of ``kind`` as they were at revision ``rv`` (a LIST served by a lagging watch cache)."""
+        self._world.touch(("list", kind), False)
+        self._world.touch(_REVISION, False)
         state: dict[str, KubeObject] = {}
         for _when, ev in self._log:
             if ev.object.resource_version > rv:
@@ -554,12 +568,15 @@ class APIServer:
 
     def events_since(self, kind: str, rv: int) -> builtins.list[WatchEvent]:
         """Watch events of ``kind`` after revision ``rv``; raises :class:`Gone` (410) if ``rv`` is compacted."""
+        self._world.touch(("list", kind), False)
+        self._world.touch(_REVISION, False)
         if rv < self.compacted_rv:
             raise Gone.of(kind, rv, self.compacted_rv)
         return [ev for _when, ev in self._log if ev.object.kind == kind and ev.object.resource_version > rv]
 
     def compact(self) -> int:
         """Compact the history up to the current revision (etcd compaction): older watches get 410 Gone."""
+        self._world.touch(_REVISION, True)
         self.compacted_rv = self._rv
         return self._rv
 
@@ -568,6 +585,10 @@ class APIServer:
         if not self._world.fault("stale_read", label, key=kind, default=self._stale):
             return None
         return min(self._rv, self.revision_at(self._world.now - self.stale_window))
+
+
+#: the footprint resource of the revision counter (and the history it indexes), shared by every kind
+_REVISION = ("revision",)
 
 
 def merge_patch(target: dict[str, Any], patch: Any) -> Any:

@@ -52,6 +52,8 @@ class GarbageCollector:
         self._world = world
         self._api = api
         self.name = name
+        if "/" not in name:
+            world.share_memory(name)  # its informers, graph and workers are one process of their own
         self._nodes: dict[str, KubeObject] = {}  # uid -> latest object seen (insertion ordered)
         self.informers = [
             Informer(world, api, kind, name=f"{name}/informer/{kind}", process=process) for kind in kinds

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ._plan import Entry, Fault, Hold, Ident, Pick, canonical_plan
 from ._world import Option
@@ -191,6 +191,7 @@ class PlanChooser:
     """
 
     wants_identities = True
+    wants_footprints = True
 
     def __init__(self, plan: Iterable[Entry] = ()) -> None:
         self.plan = canonical_plan(plan)
@@ -216,6 +217,10 @@ class PlanChooser:
         self.data_points: list[tuple[Ident, int]] = []
         #: hold target -> actions that ran while it was held
         self.during: dict[Ident, list[Ident]] = {}
+        #: per action in ``ran``: the shared state it read and wrote, ((resource, wrote?), ...)
+        self.footprints: list[tuple[tuple[object, bool], ...]] = []
+        #: actor name -> its process (None: may share memory with any), as the world saw it
+        self.process_of: Callable[[str], str | None] = _one_process
 
     def _active(self, h: Hold, now: float) -> bool:
         u = h.until
@@ -255,6 +260,7 @@ class PlanChooser:
                 self.during.setdefault(x, []).append(ident)
         self._ran.add(ident)
         self.ran.append(ident)
+        self.footprints.append(())
 
     def schedule(self, options: Sequence[Option], now: float, can_wait: bool) -> int:
         held: list[Ident] = []
@@ -269,6 +275,12 @@ class PlanChooser:
             return idx
         self._ran_one(options, idx, held, can_wait)
         return idx
+
+    def footprint(self, touched: tuple[tuple[object, bool], ...], process_of: Callable[[str], str | None]) -> None:
+        """What the last action read and wrote of shared state (called by the world before the next decision)."""
+        self.process_of = process_of
+        if self.footprints:
+            self.footprints[-1] = self.footprints[-1] + touched
 
     def choose(self, n: int, point: Option) -> int:
         assert point.ident is not None
@@ -290,6 +302,10 @@ class PlanChooser:
     def inert(self) -> list[Entry]:
         """Entries of the plan that never changed anything in this run."""
         return [e for e in self.plan if e not in self.applied]
+
+
+def _one_process(actor: str) -> str | None:
+    return None
 
 
 class ConvertingChooser(PlanChooser):

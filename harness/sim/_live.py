@@ -40,7 +40,7 @@ import math
 import random
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -353,6 +353,15 @@ class LiveWorld:
 
     def fault_enabled(self, kind: str, default: bool = False) -> bool:
         return False
+
+    def share_memory(self, *prefixes: str) -> None:
+        """Accepted for models written for :class:`World`; a live run explores nothing, so it needs no processes."""
+
+    def process_of(self, actor: str) -> str | None:
+        return None
+
+    def touch(self, resource: Hashable, write: bool) -> None:
+        """Footprints feed the exhaustive referee's reduction only; a live run keeps none."""
 
     def fault(self, kind: str, label: str, *, key: str | None = None, default: bool = False) -> bool:
         """Never: a plain test injects no faults."""

@@ -35,7 +35,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -44,6 +44,7 @@ import trio
 import trio.lowlevel as tl
 import trio.testing
 
+from .._errors import UsageError
 from ._oracles import first_broken_invariant, first_exceeded_bound, holds, where
 from ._plan import Ident, identity_label
 from ._trace import Record, Trace, _record
@@ -365,6 +366,63 @@ class World:
         self.views: dict[str, Callable[[], object]] = {}
         #: free-form per-run state for models (e.g. counters their oracles read)
         self.state: dict[str, Any] = {}
+        #: actor-name prefix -> process, from share_memory()
+        self._processes: dict[str, str] = {}
+        # what the current step read and wrote of the state processes share (the apiserver's objects),
+        # kept only for a chooser that asks (the exhaustive referee's reduction): touch() is one test else
+        self._touched: list[tuple[Hashable, bool]] | None = (
+            [] if getattr(chooser, "wants_footprints", False) else None
+        )
+
+    # ------------------------------------------------------------ footprints
+    def share_memory(self, *prefixes: str) -> None:
+        """Declare one process: the actors named under these prefixes share memory, and no other actor does.
+
+        A prefix is the first segment of an actor's name (``scheduler`` for
+        ``scheduler/informer/Pod``). The exhaustive referee takes two actions of
+        different declared processes that touch no common apiserver object (one
+        writing it) to be independent, and does not try both orders of them.
+        Actors under no declared prefix may share memory with any actor, so a
+        model that declares nothing is explored in full. Declare a process only
+        when its actors talk to the others through the apiserver alone, once,
+        from the scenario: ``world.share_memory("informer", "job-controller")``
+        for a controller whose informers were made without its prefix. A wrong
+        declaration makes the referee skip orders it should have tried;
+        ``Exhaustive(reduce=False)`` tries them all.
+        """
+        if not prefixes:
+            raise UsageError("share_memory() needs at least one actor-name prefix: share_memory('informer', 'ctrl')")
+        name = self._processes.get(prefixes[0], prefixes[0])
+        for p in prefixes:
+            if "/" in p:
+                raise UsageError(f"share_memory({p!r}): a prefix is the first segment of an actor name, without '/'")
+            old = self._processes.get(p)
+            if old is not None and old != name:
+                for k, v in list(self._processes.items()):
+                    if v == old:
+                        self._processes[k] = name
+            self._processes[p] = name
+
+    def process_of(self, actor: str) -> str | None:
+        """The declared process an actor belongs to (see :meth:`share_memory`); None: it may share memory with any."""
+        return self._processes.get(actor.split("/", 1)[0])
+
+    def touch(self, resource: Hashable, write: bool) -> None:
+        """The current step read (or wrote) ``resource``, state shared between processes.
+
+        The kube layer calls it for every apiserver object and list a request
+        reads or writes; the exhaustive referee uses it to tell dependent actions
+        of different processes from independent ones.
+        """
+        if self._touched is not None:
+            self._touched.append((resource, write))
+
+    def _flush_footprint(self, last: bool = False) -> None:
+        t = self._touched
+        if t or last:
+            self._chooser.footprint(tuple(t or ()), self.process_of)  # type: ignore[attr-defined]
+            if t:
+                t.clear()
 
     # ------------------------------------------------------------------ time
     @property
@@ -597,6 +655,8 @@ class World:
         """Run due timers and choose the next actor; None means 'controller, move time'."""
         chooser = self._chooser
         while True:
+            if self._touched is not None:
+                self._flush_footprint()
             if self._observer is not None:
                 self._observer(self, _record(self._records[-1]) if self._records else None)
             if self._violation is not None or self._ended:
@@ -1077,6 +1137,8 @@ class World:
 
     # ------------------------------------------------------------- results
     def outcome(self) -> RunOutcome:
+        if self._touched is not None:
+            self._flush_footprint(last=True)
         trace = Trace._lazy(self._records)
         return RunOutcome(
             trace,
