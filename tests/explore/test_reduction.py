@@ -1,0 +1,133 @@
+"""The exhaustive referee's reduction: what steps record, what a declared process is, and that it keeps verdicts.
+
+A hold's "until" sibling places the held action right after another one; when
+that one belongs to another declared process and touches none of the held
+process's apiserver objects, the two orders reach the same state and the
+sibling is skipped. These tests check the footprints it reads, the
+declarations it trusts, and, on every race and toy, that with and without it
+the search reaches the same verdict and the same counterexample.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import harness as h
+from harness.explore import registered_races
+from harness.kube import APIServer, KubeObject
+from harness.kube._examples import stale_status_writers
+from harness.sim import PlanChooser, World, run_once
+from tests import toys
+
+
+async def writers(world: World, *, fixed: bool = False, declared: bool = True, writers: int = 2) -> None:
+    """The kube example's status writers, each controller (and its informer) declared as one process."""
+    if declared:
+        for i in range(writers):
+            world.share_memory(f"controller-{chr(ord('a') + i)}")
+    await stale_status_writers(world, fixed=fixed, writers=writers)
+
+
+def both(scenario: Any, k: int, budget: int = 50_000, **params: Any) -> tuple[h.Result, h.Result]:
+    """The same exhaustive search with and without the reduction."""
+    return tuple(  # type: ignore[return-value]
+        h.explore(scenario, strategy=h.Exhaustive(k, reduce=r), budget=budget, prove_minimal=False, **params)
+        for r in (True, False)
+    )
+
+
+def assert_same_verdict(reduced: h.Result, full: h.Result) -> None:
+    assert reduced.verdict == full.verdict, (reduced.outcome, full.outcome)
+    assert reduced.verdict in ("found", "proved-clean"), reduced.outcome
+    if full.counterexample is not None:
+        assert reduced.counterexample is not None
+        assert reduced.counterexample.plan == full.counterexample.plan
+        assert reduced.counterexample.trace.digest() == full.counterexample.trace.digest()
+    assert reduced.runs <= full.runs
+
+
+# ---------------------------------------------------------------- declarations
+def test_share_memory_declares_one_process_per_call_and_merges_overlaps() -> None:
+    world = World(PlanChooser())
+    assert world.process_of("scheduler/informer/Pod") is None  # undeclared: may share memory with any
+    world.share_memory("scheduler", "DeletedJobs")
+    world.share_memory("garbagecollector")
+    assert world.process_of("scheduler/informer/Pod") == world.process_of("DeletedJobs/delay") == "scheduler"
+    assert world.process_of("garbagecollector/worker-1") == "garbagecollector"
+    assert world.process_of("main") is None
+    world.share_memory("garbagecollector", "scheduler")  # one prefix in two declarations: one process
+    assert world.process_of("DeletedJobs/delay") == world.process_of("garbagecollector/worker-2")
+
+
+@pytest.mark.parametrize("bad", [(), ("scheduler/informer",)])
+def test_share_memory_refuses_what_is_not_a_prefix(bad: tuple[str, ...]) -> None:
+    with pytest.raises(h.UsageError, match="prefix"):
+        World(PlanChooser()).share_memory(*bad)
+
+
+async def _footprints(world: World) -> None:
+    world.share_memory("main")
+    api = APIServer(world)
+    await api.create(KubeObject("ConfigMap", "default", "c1"))
+    await api.get("ConfigMap", "default", "c1")
+    await api.list("ConfigMap")
+
+
+def test_steps_record_what_they_read_and_wrote_at_the_apiserver() -> None:
+    chooser = PlanChooser()
+    out = run_once(_footprints, chooser)
+    assert out.violation is None
+    by_label = {i.label: fp for i, fp in zip(chooser.ran, chooser.footprints, strict=True)}
+    obj = ("ConfigMap", "default", "c1")
+    assert {(obj, True), (("list", "ConfigMap"), True), (("revision",), True)} <= set(by_label["create ConfigMap default/c1"])
+    assert set(by_label["get ConfigMap default/c1"]) == {(obj, False)}
+    (listed,) = [fp for label, fp in by_label.items() if label.startswith("list ConfigMap")]
+    assert set(listed) == {(("list", "ConfigMap"), False)}
+    assert by_label["response create ConfigMap default/c1"] == ()  # the answer is the client's own memory
+    assert chooser.process_of("main") == "main"
+
+
+# ------------------------------------------------------------ kept verdicts
+def test_reduction_skips_reorderings_of_independent_processes_and_keeps_the_proof() -> None:
+    reduced, full = both(writers, 2, fixed=True)
+    assert_same_verdict(reduced, full)
+    assert reduced.skipped > 0
+    assert full.skipped == 0
+    assert reduced.runs * 2 < full.runs, (reduced.runs, full.runs)
+    assert "reorderings of independent actions skipped" in reduced.outcome
+
+
+def test_a_model_that_declares_nothing_is_searched_in_full() -> None:
+    reduced, full = both(writers, 1, fixed=True, declared=False)
+    assert_same_verdict(reduced, full)
+    assert reduced.skipped == 0
+    assert reduced.runs == full.runs
+
+
+@pytest.mark.parametrize("scenario", [toys.lost_update, toys.order_violation, toys.slow_liveness], ids=lambda s: s.__name__)
+@pytest.mark.parametrize("fixed", [False, True], ids=["buggy", "fixed"])
+def test_reduction_keeps_every_toy_verdict(scenario: Any, fixed: bool) -> None:
+    k = 1 if scenario is toys.order_violation and fixed else 2
+    assert_same_verdict(*both(scenario, k, fixed=fixed))
+
+
+FAST_RACES = sorted(n for n in registered_races() if n != "volcano_queue_backlog")  # ~94k steps a run
+
+
+@pytest.mark.parametrize("name", FAST_RACES)
+@pytest.mark.parametrize("fixed", [False, True], ids=["buggy", "fixed"])
+def test_reduction_keeps_every_race_verdict_and_counterexample(name: str, fixed: bool) -> None:
+    race = registered_races()[name]
+    reduced, full = both(race.scenario, 1, faults=race.faults, fixed=fixed, **race.params)
+    assert_same_verdict(reduced, full)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["volcano_gang_close", "volcano_deleted_jobs"])
+def test_reduction_keeps_the_two_entry_proof_of_fixed_races(name: str) -> None:
+    race = registered_races()[name]
+    reduced, full = both(race.scenario, 2, budget=200_000, faults=race.faults, fixed=True, **race.params)
+    assert_same_verdict(reduced, full)
+    assert reduced.runs * 2 < full.runs, (reduced.runs, full.runs)
