@@ -54,13 +54,14 @@ class Settings:
     time_scale: float  # live runs: real seconds per virtual second
     scale_duration: float  # virtual seconds of the queue-backlog load runs
     hunt_runs: int  # executions in the -n 0 / -n 2 comparison
+    reduction_cap: int = 60_000  # runs one exhaustive search of the reduction rows may take
     races: tuple[str, ...] | None = None  # None = every registered race
 
     @classmethod
     def make(cls, quick: bool, races: tuple[str, ...] | None = None) -> Settings:
         if quick:
             return cls(True, seeds=3, search_cap=3.0, baseline_cap=4.0, time_scale=0.01, scale_duration=4.0,
-                       hunt_runs=600, races=races)
+                       hunt_runs=600, reduction_cap=20_000, races=races)
         # baseline cap: 10 min per race would make the full bench take over an hour; the cap used is printed
         return cls(False, seeds=20, search_cap=10.0, baseline_cap=60.0, time_scale=0.01, scale_duration=30.0,
                    hunt_runs=4000, races=races)
@@ -221,6 +222,51 @@ def shrinking(settings: Settings) -> list[dict[str, Any]]:
             row["error"] = _err(exc)
         rows.append(row)
         print(f"  shrink {name}: {row.get('error') or (row['deviations'], row['steps'])}", file=sys.stderr, flush=True)
+    return rows
+
+
+# ----------------------------------------------------------- 4b reduction
+#: fixed variants the referee proves clean; volcano_queue_backlog (~94k steps a run) is out of reach
+REDUCTION_RACES = ("kruise_imagepulljob", "volcano_deleted_jobs", "volcano_gang_close")
+
+
+def reduction(settings: Settings) -> list[dict[str, Any]]:
+    """Runs ``exhaustive:k`` needs to prove each fixed model clean, with and without the reduction."""
+    import harness as h
+    from harness.kube._examples import stale_status_writers
+
+    k = 1 if settings.quick else 2
+    races = _races(settings)
+    cases: list[tuple[str, Any, dict[str, Any], int]] = [
+        (n, races[n].scenario, {"faults": races[n].faults, **_params(races[n], True)}, k)
+        for n in REDUCTION_RACES if n in races
+    ]
+    cases.append(("kube example: 2 status writers", stale_status_writers, {"fixed": True}, 2))
+    rows: list[dict[str, Any]] = []
+    for name, scenario, params, depth in cases:
+        row: dict[str, Any] = {"race": name, "k": depth}
+        try:
+            on, off = (
+                h.explore(scenario, strategy=h.Exhaustive(depth, reduce=r), budget=settings.reduction_cap,
+                          prove_minimal=False, **params)
+                for r in (True, False)
+            )
+            # a search cut by the cap is no verdict: its run count is a lower bound
+            row.update(runs=on.runs, runs_full=off.runs, skipped=on.skipped, verdict=on.verdict,
+                       verdict_full=off.verdict, ratio=off.runs / on.runs if on.runs else None,
+                       cut=off.verdict != "proved-clean",
+                       same=on.verdict == off.verdict or (on.verdict == "proved-clean" and off.verdict == "none-found"))
+        except Exception as exc:
+            row["error"] = _err(exc)
+        rows.append(row)
+        print(f"  reduction {name}: {row.get('error') or (row['runs'], row['runs_full'])}", file=sys.stderr, flush=True)
+    ratios = sorted(r["ratio"] for r in rows if r.get("ratio"))
+    if ratios:
+        median = ratios[len(ratios) // 2] if len(ratios) % 2 else (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2]) / 2
+        for r in rows:
+            r["median_ratio"] = median
+        rows[0]["target"] = ">= 5x fewer runs (median), same verdicts"
+        rows[0]["ok"] = median >= 5 and all(r.get("same") for r in rows)
     return rows
 
 
@@ -394,6 +440,19 @@ def render(res: dict[str, Any]) -> str:
             + (" (proved)" if r.get("proved_minimal") else ""), str(r["steps"]),
             f"{r['min_deviations']}, {_num(r.get('min_steps'))}", _mark(r.get("ok"))])]
         for r in s["shrinking"]]))
+    red = s.get("reduction", [])
+    if red:
+        parts += ["", "## 4b. Reduction in the exhaustive referee (fixed variants, proved clean)", ""]
+        parts.append(_table(["model", "k", "runs with", "runs without", "fewer", "verdicts", "target", ""], [
+            [r["race"], str(r["k"]), *(["", "", r["error"], "", "", "✘"] if "error" in r else [
+                _num(r["runs"]), ("≥ " if r["cut"] else "") + _num(r["runs_full"]),
+                ("≥ " if r["cut"] else "") + _num(r.get("ratio"), "{:.2f}x"),
+                r["verdict"] + ("" if r["same"] else f" ≠ {r['verdict_full']}"), r.get("target", ""),
+                _mark(r.get("ok"))])]
+            for r in red]))
+        if "median_ratio" in red[0]:
+            parts += ["", f"Median: {red[0]['median_ratio']:.2f}x fewer runs. '≥': the search without the reduction "
+                      f"reached the cap ({res['settings']['reduction_cap']:,} runs) before its proof."]
     parts += ["", "## 5. Scale", "", "Queue-backlog model (fixed variant, canonical run) at 1x/10x/100x event rate:", ""]
     parts.append(_table(["load", "virtual s", "wall s", "wall s / virtual s", "steps", "peak MiB (tracemalloc)", "target", ""], [
         [r["scale"], *(["", "", r["error"], "", "", "", ""] if "error" in r else [
@@ -426,7 +485,9 @@ def run(quick: bool = False, races: tuple[str, ...] | None = None, settings: Set
         sections: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Run the bench and return the JSON-able result (``render`` makes the markdown)."""
     st = settings or Settings.make(quick, races)
-    want = sections or ("runtime", "time_to_failure", "baseline", "shrinking", "scale", "parallel", "cluster")
+    want = sections or (
+        "runtime", "time_to_failure", "baseline", "shrinking", "reduction", "scale", "parallel", "cluster"
+    )
     started = time.perf_counter()
     out: dict[str, Any] = {
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -442,6 +503,7 @@ def run(quick: bool = False, races: tuple[str, ...] | None = None, settings: Set
         ("time_to_failure", lambda: time_to_failure(st)),
         ("baseline", lambda: baseline(st, out["sections"].get("time_to_failure", []))),
         ("shrinking", lambda: shrinking(st)),
+        ("reduction", lambda: reduction(st)),
         ("scale", lambda: scale_load(st)),
         ("parallel", lambda: parallel_hunt(st)),
         ("cluster", lambda: cluster_hunt(st)),

@@ -30,12 +30,20 @@ from ._retry import retry_on_conflict
 QUEUE = ("Queue", "default", "q1")
 
 
-async def stale_status_writers(world: World, fixed: bool = False, writers: int = 2) -> None:
-    """Two status writers; the oracle: at the end every writer's entry is in ``status.admitted``."""
+async def stale_status_writers(
+    world: World, fixed: bool = False, writers: int = 2, processes: bool = True
+) -> None:
+    """Two status writers; the oracle: at the end every writer's entry is in ``status.admitted``.
+
+    ``processes``: declare each controller (with its informer) a process of its own, as they
+    meet only at the apiserver (``World.share_memory``); False declares nothing.
+    """
     api = APIServer(world)
     await api.create(KubeObject(*QUEUE, status={"admitted": []}))
     names = [f"controller-{chr(ord('a') + i)}" for i in range(writers)]
     for name in names:
+        if processes:
+            world.share_memory(name)
         informer = Informer(world, api, "Queue", name=f"{name}/informer/Queue")
         informer.start()
         world.spawn(name, _admit, world, api, informer, name, fixed)

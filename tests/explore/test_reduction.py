@@ -22,14 +22,6 @@ from harness.sim import PlanChooser, World, run_once
 from tests import toys
 
 
-async def writers(world: World, *, fixed: bool = False, declared: bool = True, writers: int = 2) -> None:
-    """The kube example's status writers, each controller (and its informer) declared as one process."""
-    if declared:
-        for i in range(writers):
-            world.share_memory(f"controller-{chr(ord('a') + i)}")
-    await stale_status_writers(world, fixed=fixed, writers=writers)
-
-
 def both(scenario: Any, k: int, budget: int = 50_000, **params: Any) -> tuple[h.Result, h.Result]:
     """The same exhaustive search with and without the reduction."""
     return tuple(  # type: ignore[return-value]
@@ -91,7 +83,7 @@ def test_steps_record_what_they_read_and_wrote_at_the_apiserver() -> None:
 
 # ------------------------------------------------------------ kept verdicts
 def test_reduction_skips_reorderings_of_independent_processes_and_keeps_the_proof() -> None:
-    reduced, full = both(writers, 2, fixed=True)
+    reduced, full = both(stale_status_writers, 2, fixed=True)
     assert_same_verdict(reduced, full)
     assert reduced.skipped > 0
     assert full.skipped == 0
@@ -100,7 +92,7 @@ def test_reduction_skips_reorderings_of_independent_processes_and_keeps_the_proo
 
 
 def test_a_model_that_declares_nothing_is_searched_in_full() -> None:
-    reduced, full = both(writers, 1, fixed=True, declared=False)
+    reduced, full = both(stale_status_writers, 1, fixed=True, processes=False)
     assert_same_verdict(reduced, full)
     assert reduced.skipped == 0
     assert reduced.runs == full.runs
