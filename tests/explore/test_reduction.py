@@ -117,7 +117,7 @@ def test_reduction_keeps_every_race_verdict_and_counterexample(name: str, fixed:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["volcano_gang_close", "volcano_deleted_jobs"])
+@pytest.mark.parametrize("name", ["volcano_gang_close"])
 def test_reduction_keeps_the_two_entry_proof_of_fixed_races(name: str) -> None:
     race = registered_races()[name]
     reduced, full = both(race.scenario, 2, budget=200_000, faults=race.faults, fixed=True, **race.params)
