@@ -482,8 +482,8 @@ def render(res: dict[str, Any]) -> str:
         bare = next((r.get("speedup") for r in s["parallel"] if r.get("speedup")), None)
         dask = next((r.get("speedup") for r in cluster if r.get("speedup")), None)
         if bare and dask:
-            parts += ["", f"The machine's own ceiling: two bare hunt processes at once give {bare:.2f}x (section 5); "
-                      f"the cluster reaches {dask / bare:.2f} of it."]
+            parts += ["", f"The machine's own ceiling: two bare hunt processes at once give {bare:.2f}x "
+                      f"(section 5, wall time with start-up, so a little low); the cluster reaches {dask / bare:.2f} of it."]
     return "\n".join(parts) + "\n"
 
 
