@@ -227,7 +227,8 @@ def _search_hypothesis(runner: _Runner, seed: int) -> RunOutcome | None:
 
 _CHUNK = 200
 _ENTRY = 4  # bytes per plan entry: kind and until-mode, which (2 bytes), until or value
-_MAX_ENTRIES = 8  # Hypothesis draws 2 on average (its byte strings average 10 bytes); the shrinker removes extras
+_MIN_ENTRIES = 3  # a plan of several holds hits a one-late-delivery bug as often as a random walk does
+_MAX_ENTRIES = 12  # the plan shrinker and the referee remove the extras
 _CORPUS = 64  # runs kept to build on, the canonical run included
 _MAX_BASE_ENTRIES = 4  # a plan with more entries is not built on (plans would only grow)
 
@@ -266,7 +267,7 @@ def _search(handoff: _Handoff, pools: _Pools, seed: int, examples: int) -> None:
         suppress_health_check=list(HealthCheck),
         print_blob=False,
     )
-    @given(st.binary(min_size=1 + _ENTRY, max_size=1 + _ENTRY * _MAX_ENTRIES))
+    @given(st.binary(min_size=1 + _ENTRY * _MIN_ENTRIES, max_size=1 + _ENTRY * _MAX_ENTRIES))
     def search(raw: bytes) -> None:
         chooser = _PlanRun(pools.plan(raw))
         handoff.run(chooser)
