@@ -109,15 +109,13 @@ class _Dependence:
         self.process_of = chooser.process_of
         self.footprint = dict(zip(chooser.ran, chooser.footprints, strict=True))
         self._by_process: dict[str | None, dict[object, bool]] = {}
-        self._ran = chooser.ran
-        self._fps = chooser.footprints
 
     def _process_footprint(self, proc: str) -> dict[object, bool]:
         """Every resource the process touched in the run -> whether it wrote it."""
         fp = self._by_process.get(proc)
         if fp is None:
             fp = {}
-            for ident, touched in zip(self._ran, self._fps, strict=True):
+            for ident, touched in self.footprint.items():
                 if touched and self.process_of(ident.actor) == proc:
                     for res, wrote in touched:
                         fp[res] = fp.get(res, False) or wrote

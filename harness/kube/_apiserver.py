@@ -133,7 +133,7 @@ class APIServer:
         label = f"{verb} {ref}"
         await self._world.step(label, key=ref, rv=rv or None)
         checkpoint(self._world, label)
-        self._world.touch(("list", kind) if name == "*" else (kind, namespace, name), False)
+        self._world.touch(("list", kind) if name == "*" else (kind, namespace, name))
         k = (verb, kind)
         self.calls[k] = self.calls.get(k, 0) + 1
         if self._world.fault("transient_error", f"{label} fails (timeout, no effect)", key=ref, default=self.transient_errors):
@@ -176,10 +176,7 @@ class APIServer:
 
     def _touch_write(self, obj: KubeObject) -> None:
         """Footprint of a commit: the object, its kind's lists, and the one revision counter every write moves."""
-        touch = self._world.touch
-        touch((obj.kind, obj.namespace, obj.name), True)
-        touch(("list", obj.kind), True)
-        touch(_REVISION, True)
+        self._world.touch((obj.kind, obj.namespace, obj.name), ("list", obj.kind), _REVISION, write=True)
 
     def _write(self, cur: KubeObject, new: KubeObject) -> KubeObject:
         """Commit an update; a no-op writes nothing; a finished deletion removes the object."""
@@ -525,7 +522,7 @@ class APIServer:
         Sinks are called synchronously at commit, in revision order; informers
         queue the event and deliver it later as their own scheduled step.
         """
-        self._world.touch(("list", kind), False)
+        self._world.touch(("list", kind))
         sinks = self._watchers.setdefault(kind, [])
         sinks.append(sink)
 
@@ -537,7 +534,7 @@ class APIServer:
 
     def snapshot(self, kind: str) -> tuple[builtins.list[KubeObject], int]:
         """The committed objects of a kind and the revision they are current at (a LIST for informers)."""
-        self._world.touch(("list", kind), False)
+        self._world.touch(("list", kind))
         return list(self._store.get(kind, {}).values()), self._rv
 
     # ------------------------------------------------------- watch cache history
@@ -552,8 +549,7 @@ class APIServer:
 
     def snapshot_at(self, kind: str, rv: int) -> builtins.list[KubeObject]:
         """The objects of ``kind`` as they were at revision ``rv`` (a LIST served by a lagging watch cache)."""
-        self._world.touch(("list", kind), False)
-        self._world.touch(_REVISION, False)
+        self._world.touch(("list", kind), _REVISION)
         state: dict[str, KubeObject] = {}
         for _when, ev in self._log:
             if ev.object.resource_version > rv:
@@ -568,15 +564,14 @@ class APIServer:
 
     def events_since(self, kind: str, rv: int) -> builtins.list[WatchEvent]:
         """Watch events of ``kind`` after revision ``rv``; raises :class:`Gone` (410) if ``rv`` is compacted."""
-        self._world.touch(("list", kind), False)
-        self._world.touch(_REVISION, False)
+        self._world.touch(("list", kind), _REVISION)
         if rv < self.compacted_rv:
             raise Gone.of(kind, rv, self.compacted_rv)
         return [ev for _when, ev in self._log if ev.object.kind == kind and ev.object.resource_version > rv]
 
     def compact(self) -> int:
         """Compact the history up to the current revision (etcd compaction): older watches get 410 Gone."""
-        self._world.touch(_REVISION, True)
+        self._world.touch(_REVISION, write=True)
         self.compacted_rv = self._rv
         return self._rv
 

@@ -360,7 +360,7 @@ class LiveWorld:
     def process_of(self, actor: str) -> str | None:
         return None
 
-    def touch(self, resource: Hashable, write: bool) -> None:
+    def touch(self, *resources: Hashable, write: bool = False) -> None:
         """Footprints feed the exhaustive referee's reduction only; a live run keeps none."""
 
     def fault(self, kind: str, label: str, *, key: str | None = None, default: bool = False) -> bool:

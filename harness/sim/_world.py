@@ -407,15 +407,16 @@ class World:
         """The declared process an actor belongs to (see :meth:`share_memory`); None: it may share memory with any."""
         return self._processes.get(actor.split("/", 1)[0])
 
-    def touch(self, resource: Hashable, write: bool) -> None:
-        """The current step read (or wrote) ``resource``, state shared between processes.
+    def touch(self, *resources: Hashable, write: bool = False) -> None:
+        """The current step read (or, ``write=True``, wrote) ``resources``, state shared between processes.
 
         The kube layer calls it for every apiserver object and list a request
         reads or writes; the exhaustive referee uses it to tell dependent actions
-        of different processes from independent ones.
+        of different processes from independent ones. One call per request: a
+        run without a chooser that asks pays one test.
         """
         if self._touched is not None:
-            self._touched.append((resource, write))
+            self._touched.extend((r, write) for r in resources)
 
     def _flush_footprint(self, last: bool = False) -> None:
         t = self._touched
