@@ -73,7 +73,7 @@ class _PlanSearch:
                 return True
             plan = queue[qi]
             qi += 1
-            chooser = PlanChooser(plan)
+            chooser = PlanChooser(plan, footprints=self.reduce)
             out = self.runner.run(chooser)
             if chooser.inert:
                 continue  # the same run as a smaller plan

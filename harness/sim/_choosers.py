@@ -187,13 +187,16 @@ class PlanChooser:
     runs (a hold never stalls a run), else virtual time passes. It also records
     what a search needs to extend the plan: the actions chosen at decisions,
     the fault points and data choices passed, and, per hold, what ran while it
-    held its action.
+    held its action. With ``footprints=True`` (the exhaustive referee's
+    reduction) it also keeps what each action read and wrote of shared state;
+    every other user leaves it off, and the world then records none.
     """
 
     wants_identities = True
-    wants_footprints = True
 
-    def __init__(self, plan: Iterable[Entry] = ()) -> None:
+    def __init__(self, plan: Iterable[Entry] = (), *, footprints: bool = False) -> None:
+        #: the world records footprints (``World.touch``) only for a chooser that asks
+        self.wants_footprints = footprints
         self.plan = canonical_plan(plan)
         self._holds: dict[Ident, Hold] = {}
         self._faults: set[Ident] = set()

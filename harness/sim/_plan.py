@@ -34,7 +34,7 @@ shape: few, named delays reach most bugs.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 _RV = re.compile(r"\s*\brv=\d+")
@@ -53,6 +53,18 @@ class Ident:
     label: str
     key: str | None
     n: int
+    # Idents are dictionary keys on every step of a plan's run (holds, what ran, what was held):
+    # the hash of four fields is computed once. Not pickled: a string's hash differs per process.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.actor, self.label, self.key, self.n)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[Ident], tuple[str, str, str | None, int]]:
+        return (Ident, (self.actor, self.label, self.key, self.n))
 
     def describe(self) -> str:
         where = f" [{self.key}]" if self.key and self.key not in self.label else ""

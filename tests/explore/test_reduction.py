@@ -68,7 +68,7 @@ async def _footprints(world: World) -> None:
 
 
 def test_steps_record_what_they_read_and_wrote_at_the_apiserver() -> None:
-    chooser = PlanChooser()
+    chooser = PlanChooser(footprints=True)
     out = run_once(_footprints, chooser)
     assert out.violation is None
     by_label = {i.label: fp for i, fp in zip(chooser.ran, chooser.footprints, strict=True)}
@@ -78,6 +78,9 @@ def test_steps_record_what_they_read_and_wrote_at_the_apiserver() -> None:
     (listed,) = [fp for label, fp in by_label.items() if label.startswith("list ConfigMap")]
     assert set(listed) == {(("list", "ConfigMap"), False)}
     assert by_label["response create ConfigMap default/c1"] == ()  # the answer is the client's own memory
+    unasked = PlanChooser()  # every chooser but the reducing referee's: nothing is recorded
+    run_once(_footprints, unasked)
+    assert unasked.ran == chooser.ran and not any(unasked.footprints)
     assert chooser.process_of("main") == "main"
 
 
