@@ -155,3 +155,22 @@ def test_old_trace_format_still_replays(tmp_path: Path) -> None:
         return
     assert loaded.plan is None
     assert loaded.replay().violation is not None
+
+
+def test_an_identity_carries_no_hash_across_processes() -> None:
+    """An Ident caches its hash, which depends on PYTHONHASHSEED: a pickled one must hash afresh where it lands."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    ident = h.Ident("scheduler/informer/Pod", "deliver DELETED default/p", "Pod default/p", 2)
+    raw = pickle.dumps(ident)
+    code = (
+        "import pickle, sys; from harness.sim import Ident; i = pickle.loads(sys.stdin.buffer.read()); "
+        "fresh = Ident(i.actor, i.label, i.key, i.n); print(hash(i) == hash(fresh), {fresh: 1}.get(i), i == fresh)"
+    )
+    for seed in ("1", "2"):
+        out = subprocess.run([sys.executable, "-c", code], input=raw, capture_output=True, check=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed})
+        assert out.stdout.decode().split() == ["True", "1", "True"]
