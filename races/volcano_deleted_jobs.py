@@ -476,14 +476,19 @@ class Cluster:
 PAUSES = (20.0, 0.0)
 
 
-async def scenario(world: World, *, fixed: bool = False, grace: int = 30) -> None:
-    """volcano#3374: scale 1 -> 0, wait for the pod to go, scale back to 1."""
+async def scenario(world: World, *, fixed: bool = False, grace: int = 30, settle: float = 0.5) -> None:
+    """volcano#3374: scale 1 -> 0, wait for the pod to go, scale back to 1.
+
+    ``settle``: how long the user looks at the running job before scaling down.
+    It places nothing: the search finds the bug whatever it is
+    (``test_the_first_pause_does_not_place_the_bug``).
+    """
     world.horizon = 10_000.0
     c = Cluster(world, fixed=fixed, grace=grace, rs_workers=1)  # one ReplicaSet: one sync at a time
     world.invariant(c.check_cleanup, "cleanup deletes only its own job")
     world.at_end(c.check_every_pod_group_cached, "every PodGroup has its JobInfo")
     await c.start(replicas=1)
-    await c.wait(0.5)  # between two session ticks
+    await c.wait(settle)
     await c.scale_to(0)
     await c.wait_until_pods_gone()
     pause = PAUSES[world.choose("user: pause before scaling back up (0: 20 s, 1: none)", len(PAUSES))]

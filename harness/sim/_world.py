@@ -649,7 +649,7 @@ class World:
             for t in self._due:
                 out.append((t.when, t.seq, t))
         if len(out) > 1:
-            out.sort(key=_order_key)  # (since, seq) is unique: the target is never compared
+            out.sort()  # (since, seq) is unique: the target is never compared
         return out
 
     def _dispatch(self) -> _Actor | None:
@@ -1161,10 +1161,6 @@ def _because(ev: list[Any]) -> str:
     """': <the last explanation>' of an ``eventually`` check that returned one, else ''."""
     why = ev[4]
     return f": {why}" if why and why != f"'{ev[0]}' does not hold" else ""
-
-
-def _order_key(e: tuple[float, int, object]) -> tuple[float, int]:
-    return (e[0], e[1])
 
 
 def run_once(

@@ -84,6 +84,16 @@ def test_oracle_wording_names_both_pod_group_uids(buggy: harness.Result) -> None
     assert "(PodGroup set, 1 task(s))" in msg
 
 
+@pytest.mark.parametrize("settle", [0.0, 1.7, 3.0])
+def test_the_first_pause_does_not_place_the_bug(settle: float) -> None:
+    """The user's look at the running job before scaling down is 0.5 s; other lengths find the same bug."""
+    found = harness.explore(scenario, strategy="random", budget=RACE.budget, seed=0, fixed=False, settle=settle)
+    assert found.verdict == "found" and found.counterexample is not None
+    assert found.counterexample.violation.name == "cleanup deletes only its own job"
+    clean = harness.explore(scenario, strategy="random", budget=200, seed=0, fixed=True, settle=settle)
+    assert clean.verdict == "none-found"
+
+
 def test_fixed_variant_is_clean_under_the_same_budget() -> None:
     result = harness.explore(scenario, strategy="random", budget=RACE.budget, seed=0, fixed=True)
     assert result.verdict == "none-found"
