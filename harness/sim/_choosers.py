@@ -82,7 +82,13 @@ class _Perturbed:
             self._release[o] = r
         return r <= now
 
-    def _candidates(self, options: Sequence[Option], now: float) -> list[int]:
+    def _candidates(self, options: Sequence[Option], now: float) -> list[int] | None:
+        """Indices of the released options; None when every option is (no window open: the common case)."""
+        for o in options:
+            if o.latest > now and o.latest > o.nominal:
+                break
+        else:
+            return None
         return [i for i, o in enumerate(options) if self._released(o, now)]
 
     def choose(self, n: int, point: Option) -> int:
@@ -100,6 +106,9 @@ class RandomChooser(_Perturbed):
 
     def schedule(self, options: Sequence[Option], now: float, can_wait: bool) -> int:
         cands = self._candidates(options, now)
+        if cands is None:
+            n = len(options)
+            return self._rng.randrange(n) if n > 1 else 0
         if not cands:
             return len(options) if can_wait else 0
         return cands[self._rng.randrange(len(cands))] if len(cands) > 1 else cands[0]
@@ -139,7 +148,9 @@ class PCTChooser(_Perturbed):
 
     def schedule(self, options: Sequence[Option], now: float, can_wait: bool) -> int:
         cands = self._candidates(options, now)
-        if not cands:
+        if cands is None:
+            cands = list(range(len(options)))
+        elif not cands:
             return len(options) if can_wait else 0
         self._step += 1
         best = max(cands, key=lambda i: self._priority(options[i].actor))

@@ -34,8 +34,8 @@ shape: few, named delays reach most bugs.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 _RV = re.compile(r"\s*\brv=\d+")
 
@@ -45,26 +45,18 @@ def identity_label(label: str) -> str:
     return _RV.sub("", label) if "rv=" in label else label
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Ident:
-    """One action (or fault point, or data choice) of a run, by what it is, not where."""
+class Ident(NamedTuple):
+    """One action (or fault point, or data choice) of a run, by what it is, not where.
+
+    A named tuple rather than a dataclass: idents are made on every step of a
+    plan's run and are dictionary keys there (holds, what ran, what was held),
+    and a tuple is built, hashed and compared in C.
+    """
 
     actor: str
     label: str
     key: str | None
     n: int
-    # Idents are dictionary keys on every step of a plan's run (holds, what ran, what was held):
-    # the hash of four fields is computed once. Not pickled: a string's hash differs per process.
-    _hash: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash((self.actor, self.label, self.key, self.n)))
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __reduce__(self) -> tuple[type[Ident], tuple[str, str, str | None, int]]:
-        return (Ident, (self.actor, self.label, self.key, self.n))
 
     def describe(self) -> str:
         where = f" [{self.key}]" if self.key and self.key not in self.label else ""

@@ -158,7 +158,7 @@ def test_old_trace_format_still_replays(tmp_path: Path) -> None:
 
 
 def test_an_identity_carries_no_hash_across_processes() -> None:
-    """An Ident caches its hash, which depends on PYTHONHASHSEED: a pickled one must hash afresh where it lands."""
+    """A plan moves between processes (xdist, Dask): a pickled Ident must hash and compare as a fresh one there."""
     import os
     import pickle
     import subprocess
