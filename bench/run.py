@@ -10,7 +10,10 @@ Sections (each prints a markdown table; everything also lands in JSON):
    Trio's scheduler, real scaled clock with jitter, no harness control), re-run
    the way pytest-repeat does until the harness's oracle fails or a wall cap;
 4. shrinking: seconds and runs spent shrinking, the counterexample's deviations
-   and steps, against what ``exhaustive`` finds (fewest deviations);
+   and steps, against what ``exhaustive`` finds (fewest deviations); 4b the runs
+   ``exhaustive:k`` needs to prove each fixed race clean with and without the
+   reduction, and 4c the same proofs under looser independence relations
+   (:mod:`bench.reduction_bound`): how far any reduction could go;
 5. scale: the queue-backlog model at 1x / 10x / 100x event rate (wall seconds per
    virtual second, peak traced memory) and a hunt's executions/s in one process
    versus two processes in parallel;
@@ -271,6 +274,36 @@ def reduction(settings: Settings) -> list[dict[str, Any]]:
     return rows
 
 
+# ----------------------------------------------------- 4c reduction bound
+def reduction_bound(settings: Settings, reduction_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runs of the same proofs under looser independence relations: how far any reduction could go.
+
+    At ``k = 1`` for each race of 4b; in the full bench also gang_close at
+    ``k = 2``, whose runs without and with the shipped reduction are 4b's.
+    """
+    from bench.reduction_bound import bound
+
+    races = _races(settings)
+    rows: list[dict[str, Any]] = []
+    for name in REDUCTION_RACES:
+        if name in races:
+            rows += bound(name, 1, cap=settings.reduction_cap)
+            print(f"  bound {name}: {[r['runs'] for r in rows[-4:]]}", file=sys.stderr, flush=True)
+    deep = [r for r in reduction_rows if r.get("race") == "volcano_gang_close" and r.get("k") == 2 and "error" not in r]
+    if deep and not settings.quick and not deep[0]["cut"]:
+        r = deep[0]
+        rows.append({"race": r["race"], "k": 2, "reduction": "none", "runs": r["runs_full"],
+                     "verdict": r["verdict_full"], "from": "4b"})
+        rows.append({"race": r["race"], "k": 2, "reduction": "declared", "runs": r["runs"], "verdict": r["verdict"],
+                     "from": "4b"})
+        rows += bound("volcano_gang_close", 2, cap=settings.reduction_cap, kinds=("per key", "per actor"))
+    none = {(r["race"], r["k"]): r["runs"] for r in rows if r["reduction"] == "none"}
+    for r in rows:
+        full = none.get((r["race"], r["k"]))
+        r["ratio"] = full / r["runs"] if full and r["runs"] else None
+    return rows
+
+
 # --------------------------------------------------------------- 5 scale
 def _load_run(scale: float, duration: float, traced: bool) -> tuple[float, float, int, str | None, float]:
     from harness.sim import Limits, ReplayChooser, run_once
@@ -458,6 +491,17 @@ def render(res: dict[str, Any]) -> str:
         if "median_ratio" in red[0]:
             parts += ["", f"Median: {red[0]['median_ratio']:.2f}x fewer runs. '≥': the search without the reduction "
                       f"reached the cap ({res['settings']['reduction_cap']:,} runs) before its proof."]
+    bnd = s.get("reduction_bound", [])
+    if bnd:
+        parts += ["", "## 4c. How far a reduction could go (fixed variants, proved clean; `python -m bench.reduction_bound`)",
+                  "", "The same proofs under looser independence: *declared* is the referee as shipped; *per key* also "
+                  "takes two actions of one process on different object keys to commute (the best a per-key record "
+                  "of every informer cache, work queue and model map could do); *per actor* takes every actor to be "
+                  "its own process (unsound: an upper bound on any footprint-based reduction).", ""]
+        parts.append(_table(["model", "k", "independence", "runs", "fewer than none", "verdict"], [
+            [r["race"], str(r["k"]), r["reduction"] + (f" (from {r['from']})" if r.get("from") else ""),
+             _num(r["runs"]), _num(r.get("ratio"), "{:.2f}x"), r["verdict"]]
+            for r in bnd]))
     parts += ["", "## 5. Scale", "", "Queue-backlog model (fixed variant, canonical run) at 1x/10x/100x event rate:", ""]
     parts.append(_table(["load", "virtual s", "wall s", "wall s / virtual s", "steps", "peak MiB (tracemalloc)", "target", ""], [
         [r["scale"], *(["", "", r["error"], "", "", "", ""] if "error" in r else [
@@ -496,7 +540,8 @@ def run(quick: bool = False, races: tuple[str, ...] | None = None, settings: Set
     """Run the bench and return the JSON-able result (``render`` makes the markdown)."""
     st = settings or Settings.make(quick, races)
     want = sections or (
-        "runtime", "time_to_failure", "baseline", "shrinking", "reduction", "scale", "parallel", "cluster"
+        "runtime", "time_to_failure", "baseline", "shrinking", "reduction", "reduction_bound", "scale", "parallel",
+        "cluster",
     )
     started = time.perf_counter()
     out: dict[str, Any] = {
@@ -514,6 +559,7 @@ def run(quick: bool = False, races: tuple[str, ...] | None = None, settings: Set
         ("baseline", lambda: baseline(st, out["sections"].get("time_to_failure", []))),
         ("shrinking", lambda: shrinking(st)),
         ("reduction", lambda: reduction(st)),
+        ("reduction_bound", lambda: reduction_bound(st, out["sections"].get("reduction", []))),
         ("scale", lambda: scale_load(st)),
         ("parallel", lambda: parallel_hunt(st)),
         ("cluster", lambda: cluster_hunt(st)),
