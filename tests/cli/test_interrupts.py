@@ -113,6 +113,30 @@ def test_a_second_ctrl_c_stops_at_once_and_leaves_no_half_written_file(tmp_path:
         Counterexample.load(trace)  # complete, or not there at all
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals to itself")
+def test_a_second_ctrl_c_after_the_first_is_answered_exits_130_at_once_with_its_line() -> None:
+    """The at-once path, without the race of two real signals against the first one's wind-down.
+
+    The process sends itself both signals; the first is answered (a stop request)
+    before the second arrives, so the second must end it at once, mid-work.
+    """
+    code = (
+        "import os, signal, time\n"
+        "from harness import _interrupt\n"
+        "with _interrupt.sigint_requests_stop(lambda: 'interrupted again: stopped at once; kept 1 counterexample'):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    assert _interrupt.stop_requested()\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(10)\n"
+        "print('not reached')\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stderr
+    assert done.stdout == "" and time.monotonic() - started < 10
+    assert done.stderr == "interrupted again: stopped at once; kept 1 counterexample\n"
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals to a child")
 def test_sigint_at_a_dozen_instants_of_a_buggy_hunt_always_keeps_what_was_found(tmp_path: Path) -> None:
