@@ -42,9 +42,10 @@ by the NodeImage UID and not by job, is unsatisfied, so the busybox job is reque
 Timing: nothing is placed. Both informers deliver at their nominal time (latency ``delta``,
 0 by default) or later inside their windows (``max_lag``), and the ImagePullJob informer
 runs its handlers in their own step (client-go's per-listener goroutine, ``handler_lag``).
-Canonically the NodeImage event is applied before the busybox job is handled and nothing
-goes wrong; the search finds the lag that lets "handle add default/j2" (enqueue the
-busybox job) run before "deliver MODIFIED worker-1".
+With every delivery at t=0 the canonical order already runs "handle add default/j2"
+(enqueue the busybox job) before "deliver MODIFIED worker-1", so the buggy variant fails
+with 0 deviations; other ``delta`` find the same bug
+(``test_the_informer_latency_does_not_place_the_bug``).
 
 Oracle: each job's tag is in ``NodeImage.spec`` within 60 virtual seconds of the job's
 creation (the issue's symptom: the busybox job waits ~300 s). Ordinary 409s from a stale

@@ -335,7 +335,9 @@ async def scenario(world: World, *, fixed: bool = False, teardown_after: float =
     """Test A (a node-failure second pass, then teardown) followed by test B on the same CQ name.
 
     ``teardown_after``: seconds between the node failure and test A's ``AfterEach`` (0.3:
-    inside the 1 s ``AfterFunc`` window; 1.0: the residual window of #5587).
+    inside the 1 s ``AfterFunc`` window; 1.0: the residual window of #5587). It places
+    nothing in the buggy variant: the failed node re-arms the 1 s timer every second, so any
+    delete lands in a window (``test_the_teardown_delay_does_not_place_the_bug``).
     """
     # one kueue manager process: its informers, scheduler, queue manager and controllers share memory
     world.share_memory(

@@ -32,13 +32,12 @@ unschedulable" condition; later sessions write nothing. A user deletes the vcjob
 (both carry controller refs to the vcjob), and the scheduler's Pod and PodGroup
 informers deliver the two DELETED events on independent streams.
 
-Timing: sessions run every ``schedule_period`` (``--schedule-period``, 1 s). The
-scheduler's watches have a delivery latency ``watch_latency`` and the user deletes the
-vcjob exactly ``watch_latency`` before a session tick, so both DELETED events and the
-tick fall at the same virtual instant and their order is a scheduling decision. In
-the canonical order both events are delivered before the session takes its snapshot
-(the job is then skipped: ``PodGroup == nil``). Delivering the pod's DELETED and then
-opening the session before the PodGroup's DELETED (one deviation) gives a snapshot
+Timing: sessions run every ``schedule_period`` (``--schedule-period``, 1 s). Nothing is
+placed: the user deletes the vcjob mid-period (``delete_at``, 2.5 s) and the scheduler's
+watches deliver at their nominal latency (``watch_latency``, 0) or later inside their
+windows. In the canonical order both DELETED events are delivered before the next
+session takes its snapshot (the job is then skipped: ``PodGroup == nil``). Holding the
+PodGroup's DELETED past that session (one deviation) gives a snapshot
 with a 0-task job whose PodGroup is still set: the buggy gang plugin turns it into
 "1/0 tasks in gang unschedulable", the condition differs from the stored one, and the
 job updater sends a PodGroup update for a group that is already gone (404).
@@ -252,7 +251,11 @@ async def scenario(
     watch_latency: float = 0.0,
     delete_at: float = 2.5,
 ) -> None:
-    """Delete a Pending vcjob mid-period; the search finds the watch lag that makes it race a session."""
+    """Delete a Pending vcjob mid-period; the search finds the watch lag that makes it race a session.
+
+    ``delete_at``: when the user deletes the vcjob. It places nothing: the search finds the
+    bug whatever it is (``test_the_delete_time_does_not_place_the_bug``).
+    """
     api = APIServer(world)
     vcjob = await api.create(KubeObject("Job", NAMESPACE, "j1", spec={"minAvailable": 1}))
     pg_name = f"j1-{vcjob.uid}"

@@ -508,8 +508,16 @@ async def queue_backlog(
     slope_window: float = 300.0,
     max_slope: float = 0.1,
     slots: int = 16,
+    churn_start: float = 0.1007,
+    session_offset: float = 0.0311,
 ) -> None:
-    """The overload of spec section 5: PodGroup churn at ``rate * scale``/s against one Queue for ``duration`` s."""
+    """The overload of spec section 5: PodGroup churn at ``rate * scale``/s against one Queue for ``duration`` s.
+
+    ``churn_start`` and ``session_offset``: when the first PodGroup event comes and how far
+    the scheduler's sessions are out of phase with the rest (off the 5 ms grid only to avoid
+    ties). They place nothing: the bound is broken whatever they are
+    (``test_the_churn_and_session_phases_do_not_place_the_bug``).
+    """
     world.horizon = duration
     world.share_memory("metrics", CONTROLLER)  # the sampler reads the controller's work queue
     world.share_memory("scheduler")
@@ -526,10 +534,10 @@ async def queue_backlog(
         api_latency=api_latency,
         lister_delay=lister_delay,
     )
-    scheduler = Scheduler(world, api, period=session_period, offset=0.0311, lister_delay=scheduler_lister_delay)
+    scheduler = Scheduler(world, api, period=session_period, offset=session_offset, lister_delay=scheduler_lister_delay)
     world.spawn(CONTROLLER, controller.run)
     world.spawn("scheduler", scheduler.run, daemon=True)
-    PodGroupChurn(world, controller, pgs, rate=rate * scale, slots=slots, start=0.1007)
+    PodGroupChurn(world, controller, pgs, rate=rate * scale, slots=slots, start=churn_start)
     wq = controller.queue
     world.state["controller"] = controller
     world.state["scheduler"] = scheduler

@@ -79,6 +79,15 @@ def test_fixed_clean_under_the_same_budget_and_proved_to_one_deviation() -> None
     assert proof.verdict == "proved-clean", proof.outcome
 
 
+@pytest.mark.parametrize("delta", [0.1, 0.37, 1.7])
+def test_the_informer_latency_does_not_place_the_bug(delta: float) -> None:
+    """Both informers deliver at t=0 by default (``delta`` 0); other latencies find the same bug, and the fix stays clean."""
+    found = harness.explore(scenario, strategy="random", budget=RACE.budget, seed=0, fixed=False, delta=delta)
+    assert found.verdict == "found" and found.counterexample is not None
+    assert found.counterexample.violation.name == LIVENESS
+    clean = harness.explore(scenario, strategy="random", budget=200, seed=0, fixed=True, delta=delta)
+    assert clean.verdict == "none-found"
+
 def test_fixed_requeue_syncs_busybox_5_s_later_on_the_same_interleaving() -> None:
     buggy = _run([], fixed=False)
     assert buggy.violation is not None

@@ -117,6 +117,20 @@ def test_canonical_run_serves_the_stale_entry_when_the_timer_fires() -> None:
     )
 
 
+@pytest.mark.parametrize("teardown_after", [0.0, 1.7, 3.0])
+def test_the_teardown_delay_does_not_place_the_bug(teardown_after: float) -> None:
+    """Test A's AfterEach comes 0.3 s after the node failure; any other delay lands in a window too.
+
+    The failed node makes wl1's second pass fail and re-arm the 1 s timer every second, so the
+    delete always lands while a timer holds the object: the buggy variant fails canonically.
+    Known open, so the fixed variant is not expected clean.
+    """
+    found = harness.explore(
+        scenario, strategy="random", budget=RACE.budget, seed=0, fixed=False, teardown_after=teardown_after
+    )
+    assert found.verdict == "found" and found.counterexample is not None
+    assert found.counterexample.violation.name == SAFETY and found.counterexample.deviations == 0
+
 # ------------------------------------------------------------ fixed variant
 def test_fixed_is_clean_without_lag_and_open_with_one_late_delete(monkeypatch: pytest.MonkeyPatch) -> None:
     """#5587 closes the 1 s window; one late DELETED delivery reaches its residual window (#15571)."""

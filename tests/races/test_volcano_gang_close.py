@@ -85,6 +85,15 @@ def test_counterexample_replays() -> None:
     assert replayed.violation is not None and replayed.violation.same_bug(out.counterexample.violation)
 
 
+@pytest.mark.parametrize("delete_at", [0.0, 1.0, 4.25])
+def test_the_delete_time_does_not_place_the_bug(delete_at: float) -> None:
+    """The user deletes the vcjob at 2.5 s, mid-period; before the first session, on a tick or later finds the same bug."""
+    found = harness.explore(scenario, strategy="random", budget=RACE.budget, seed=0, fixed=False, delete_at=delete_at)
+    assert found.verdict == "found" and found.counterexample is not None
+    assert found.counterexample.violation.name == "no PodGroup write for a job with no tasks"
+    clean = harness.explore(scenario, strategy="random", budget=200, seed=0, fixed=True, delete_at=delete_at)
+    assert clean.verdict == "none-found"
+
 def test_fixed_variant_is_clean_under_the_same_budget() -> None:
     result = harness.explore(scenario, strategy="random", budget=RACE.budget, seed=0, fixed=True)
     assert result.verdict == "none-found"
