@@ -58,6 +58,14 @@ user's pause as a data choice: 0 (canonical) waits 20 s and every retry has drai
 1 scales up as soon as ``kubectl wait`` sees the pod gone. Scheduling choices do not
 matter for the minimal counterexample (1 deviation: the pause).
 
+Open question on the fixed variant: it is clean with the pauses drawn here (20 s, 0 s)
+and a 30 s grace. With a pause of 8-10.5 s (or 5 s at a larger budget), or a 5 s grace, the
+search also holds the scheduler's PodGroup ADDED long enough that neither the old nor the
+new ``JobInfo`` has a ``PgUID``; the fix's ``PgUID`` check then compares two empty
+strings and the cleanup deletes the new job. Whether upstream has that gap too (an
+informer lagging behind the pods that long) or the model lets this informer lag further
+than a real one is not settled yet.
+
 The API-level race (:func:`scenario_api`) needs no timing: the pg-controller's
 ReplicaSet handler is a single listener that makes one DELETE per ``replicas == 0``
 event, so during a rolling upgrade of several Deployments (``others`` ReplicaSets
