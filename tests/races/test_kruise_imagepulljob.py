@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from race_support import assert_found_then_clean
 
 import harness
 from harness.sim import ReplayChooser, RunOutcome
@@ -82,11 +83,8 @@ def test_fixed_clean_under_the_same_budget_and_proved_to_one_deviation() -> None
 @pytest.mark.parametrize("delta", [0.1, 0.37, 1.7])
 def test_the_informer_latency_does_not_place_the_bug(delta: float) -> None:
     """Both informers deliver at t=0 by default (``delta`` 0); other latencies find the same bug, and the fix stays clean."""
-    found = harness.explore(scenario, strategy="random", budget=RACE.budget, seed=0, fixed=False, delta=delta)
-    assert found.verdict == "found" and found.counterexample is not None
-    assert found.counterexample.violation.name == LIVENESS
-    clean = harness.explore(scenario, strategy="random", budget=200, seed=0, fixed=True, delta=delta)
-    assert clean.verdict == "none-found"
+    assert_found_then_clean(scenario, budget=RACE.budget, violation=LIVENESS, delta=delta)
+
 
 def test_fixed_requeue_syncs_busybox_5_s_later_on_the_same_interleaving() -> None:
     buggy = _run([], fixed=False)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
+from race_support import assert_found_then_clean, assert_in_order
 
 import harness
 from harness.kube import WorkQueue
@@ -14,15 +13,6 @@ from races.volcano_deleted_jobs import Cluster, JobInfo, job_terminated, scenari
 
 RACE = REGISTRY["volcano_deleted_jobs"]
 API_RACE = REGISTRY["volcano_deleted_jobs_api"]
-
-
-def assert_in_order(labels: Sequence[str], events: Sequence[str]) -> None:
-    i = 0
-    for event in events:
-        while i < len(labels) and event not in labels[i]:
-            i += 1
-        assert i < len(labels), f"key event {event!r} missing (in order) from the counterexample"
-        i += 1
 
 
 @pytest.fixture(scope="module")
@@ -87,11 +77,7 @@ def test_oracle_wording_names_both_pod_group_uids(buggy: harness.Result) -> None
 @pytest.mark.parametrize("settle", [0.0, 1.7, 3.0])
 def test_the_first_pause_does_not_place_the_bug(settle: float) -> None:
     """The user's look at the running job before scaling down is 0.5 s; other lengths find the same bug."""
-    found = harness.explore(scenario, strategy="random", budget=RACE.budget, seed=0, fixed=False, settle=settle)
-    assert found.verdict == "found" and found.counterexample is not None
-    assert found.counterexample.violation.name == "cleanup deletes only its own job"
-    clean = harness.explore(scenario, strategy="random", budget=200, seed=0, fixed=True, settle=settle)
-    assert clean.verdict == "none-found"
+    assert_found_then_clean(scenario, budget=RACE.budget, violation="cleanup deletes only its own job", settle=settle)
 
 
 def test_fixed_variant_is_clean_under_the_same_budget() -> None:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
+from race_support import assert_found_then_clean, assert_in_order
 
 import harness
 from harness.sim import Hold, ReplayChooser
@@ -17,15 +16,6 @@ from races.volcano_gang_close import (
 )
 
 RACE = REGISTRY["volcano_gang_close"]
-
-
-def assert_in_order(labels: Sequence[str], events: Sequence[str]) -> None:
-    i = 0
-    for event in events:
-        while i < len(labels) and event not in labels[i]:
-            i += 1
-        assert i < len(labels), f"key event {event!r} missing (in order) from the counterexample"
-        i += 1
 
 
 @pytest.fixture(scope="module")
@@ -88,11 +78,10 @@ def test_counterexample_replays() -> None:
 @pytest.mark.parametrize("delete_at", [0.0, 1.0, 4.25])
 def test_the_delete_time_does_not_place_the_bug(delete_at: float) -> None:
     """The user deletes the vcjob at 2.5 s, mid-period; before the first session, on a tick or later finds the same bug."""
-    found = harness.explore(scenario, strategy="random", budget=RACE.budget, seed=0, fixed=False, delete_at=delete_at)
-    assert found.verdict == "found" and found.counterexample is not None
-    assert found.counterexample.violation.name == "no PodGroup write for a job with no tasks"
-    clean = harness.explore(scenario, strategy="random", budget=200, seed=0, fixed=True, delete_at=delete_at)
-    assert clean.verdict == "none-found"
+    assert_found_then_clean(
+        scenario, budget=RACE.budget, violation="no PodGroup write for a job with no tasks", delete_at=delete_at
+    )
+
 
 def test_fixed_variant_is_clean_under_the_same_budget() -> None:
     result = harness.explore(scenario, strategy="random", budget=RACE.budget, seed=0, fixed=True)

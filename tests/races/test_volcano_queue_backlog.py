@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from race_support import assert_found_then_clean
 
 import harness
 from harness.sim import RandomChooser, ReplayChooser, RunOutcome, World
@@ -156,14 +157,10 @@ def test_fixed_clean_under_the_race_budget() -> None:
 @pytest.mark.parametrize(("churn_start", "session_offset"), [(0.0, 0.0), (0.17119, 0.5), (1.0, 0.05287)])
 def test_the_churn_and_session_phases_do_not_place_the_bug(churn_start: float, session_offset: float) -> None:
     """The churn starts at 0.1007 s and sessions at 0.0311 s past each second; other phases break the bound too."""
-    phases = {"churn_start": churn_start, "session_offset": session_offset}
-    found = harness.explore(queue_backlog, strategy="random", budget=RACE.budget, seed=0, fixed=False, **phases)
-    assert found.verdict == "found" and found.counterexample is not None
-    assert found.counterexample.violation.name == BOUND
-    clean = harness.explore(
-        queue_backlog, strategy="random", budget=RACE.budget, seed=0, fixed=True, duration=30.0, **phases
+    assert_found_then_clean(
+        queue_backlog, budget=RACE.budget, violation=BOUND, clean_budget=RACE.budget, clean={"duration": 30.0},
+        churn_start=churn_start, session_offset=session_offset,
     )
-    assert clean.verdict == "none-found"
 
 # ------------------------------------------------------ the reusable core
 CORE_CONFLICT = (
