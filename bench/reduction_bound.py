@@ -36,11 +36,15 @@ REDUCTIONS = ("declared", "per key", "per actor")
 
 
 def _actor_footprint(dep: Any, actor: str) -> dict[object, bool]:
-    fp: dict[object, bool] = {}
-    for ident, touched in dep.footprint.items():
-        if ident.actor == actor:
-            for res, wrote in touched:
-                fp[res] = fp.get(res, False) or wrote
+    """Every resource ``actor`` touched in the run -> whether it wrote it (built once per run and actor)."""
+    cache: dict[str, dict[object, bool]] = dep.__dict__.setdefault("_by_actor", {})
+    fp = cache.get(actor)
+    if fp is None:
+        fp = cache[actor] = {}
+        for ident, touched in dep.footprint.items():
+            if ident.actor == actor:
+                for res, wrote in touched:
+                    fp[res] = fp.get(res, False) or wrote
     return fp
 
 
