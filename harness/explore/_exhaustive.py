@@ -27,7 +27,10 @@ class _PlanSearch:
     differs from the sibling before it by the order of X and Y alone. When Y
     belongs to another process than X and touches no apiserver object that
     X's process reads or writes (one of them writing it), the two orders
-    reach the same state, and the sibling is skipped. Everything else runs:
+    reach the same state, and the sibling is skipped, provided virtual time
+    did not move between Y and the action before it: the held action reads the
+    clock (its next step's window, a sleep, a requeue deadline), so moving it
+    across a time jump is not a swap of two actions, and it runs. Everything else runs:
     each hold as long as its window allows, every fault, every pick, and every
     "until" on an action of X's own process or of a process whose memory is
     not declared (``World.share_memory``). ``skipped`` counts the plans left out.
@@ -84,8 +87,14 @@ class _PlanSearch:
             last = [e for e in plan if isinstance(e, Hold) and e.until is None]
             dependent = _Dependence(chooser) if self.reduce and last else None
             for h in last:
+                # the sibling before "until y" ran the held action at the time of the
+                # action before y (the first: when the hold began); if time moved in
+                # between, the two siblings differ by more than the order of two actions
+                before = chooser.held_at.get(h.what)
                 for y in _dedup(chooser.during.get(h.what, [])):
-                    if dependent is not None and not dependent(h.what, y):
+                    at = dependent.time_of[y] if dependent is not None else None
+                    same_time, before = at is not None and at == before, at
+                    if dependent is not None and same_time and not dependent(h.what, y):
                         self.skipped += 1
                         continue
                     sib = canonical_plan([*(e for e in plan if e != h), Hold(h.what, y)])
@@ -108,6 +117,8 @@ class _Dependence:
     def __init__(self, chooser: PlanChooser) -> None:
         self.process_of = chooser.process_of
         self.footprint = dict(zip(chooser.ran, chooser.footprints, strict=True))
+        #: action -> the virtual time it ran at
+        self.time_of = dict(zip(chooser.ran, chooser.times, strict=True))
         self._by_process: dict[str | None, dict[object, bool]] = {}
 
     def _process_footprint(self, proc: str) -> dict[object, bool]:

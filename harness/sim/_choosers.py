@@ -235,6 +235,11 @@ class PlanChooser:
         self.footprints: list[tuple[tuple[object, bool], ...]] = []
         #: actor name -> its process (None: may share memory with any), as the world saw it
         self.process_of: Callable[[str], str | None] = _one_process
+        #: with footprints: per action in ``ran``, the virtual time it ran at, and per held
+        #: action, the time it was first passed over (a reordering that also moves an
+        #: action across a time jump is not a swap of two actions)
+        self.times: list[float] = []
+        self.held_at: dict[Ident, float] = {}
 
     def _active(self, h: Hold, now: float) -> bool:
         u = h.until
@@ -286,8 +291,14 @@ class PlanChooser:
             )
             for x in held:
                 self.applied.add(self._holds[x])
+                if self.wants_footprints:
+                    self.held_at.setdefault(x, now)
             return idx
         self._ran_one(options, idx, held, can_wait)
+        if self.wants_footprints:
+            self.times.append(now)
+            for x in held:
+                self.held_at.setdefault(x, now)
         return idx
 
     def footprint(self, touched: tuple[tuple[object, bool], ...], process_of: Callable[[str], str | None]) -> None:

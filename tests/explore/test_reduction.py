@@ -108,6 +108,48 @@ def test_reduction_keeps_every_toy_verdict(scenario: Any, fixed: bool) -> None:
     assert_same_verdict(*both(scenario, k, fixed=fixed))
 
 
+async def _requeue_into_maintenance(world: World) -> None:
+    """Two processes that share nothing, where only *when* a's delivery runs matters.
+
+    a's delivery may come up to 10 s late and requeues 5 s after it runs; b
+    ticks at 4 s and holds a maintenance window from 8 to 10 s. The requeue
+    lands in it only if the delivery runs right after b's first tick: between
+    the two ends of its window, across a time jump, with b's actions
+    independent of it.
+    """
+    world.share_memory("a")
+    world.share_memory("b")
+    requeued: list[float] = []
+
+    async def a() -> None:
+        await world.step("deliver", window=10.0)
+        await world.sleep(5.0, "requeue")
+        requeued.append(world.now)
+
+    async def b() -> None:
+        await world.sleep(4.0, "tick")
+        await world.sleep(4.0, "maintenance starts")
+        await world.sleep(2.0, "maintenance ends")
+
+    world.spawn("a", a)
+    world.spawn("b", b)
+    world.at_end(
+        lambda: f"requeue at {requeued[0]:g}s inside maintenance [8, 10)" if requeued and 8 <= requeued[0] < 10 else None,
+        name="requeue outside maintenance",
+    )
+
+
+def test_an_independent_action_that_ran_after_a_time_jump_still_places_the_held_one() -> None:
+    """Holding a's delivery until b's tick moves it across a jump of virtual time,
+    not just past b's action: the sibling runs, and the reduced search finds
+    what the full one finds (it once proved this clean)."""
+    reduced, full = both(_requeue_into_maintenance, 1)
+    assert full.verdict == "found"
+    assert_same_verdict(reduced, full)
+    assert reduced.counterexample is not None
+    assert "inside maintenance" in reduced.counterexample.violation.message
+
+
 FAST_RACES = sorted(n for n in registered_races() if n != "volcano_queue_backlog")  # ~94k steps a run
 
 
