@@ -27,6 +27,15 @@ Modelled from volcano-sh/volcano (read at ``2832dfe1^`` and ``15ebb45e^``):
 ``UnsetPodGroup``, and the cleanup deletes ``sc.Jobs[key]`` only when its ``PgUID`` equals
 the queued job's. At ``15ebb45e^`` (2025) that fix is already upstream, so the gang race
 runs the cache with ``fixed_3375=True``; the deleted-jobs race toggles it.
+
+``fixed_4753`` is the later rework, volcano-sh/volcano PR #4753 (commit ``b41b700e``, first
+in v1.14.0-alpha.1, read in ``cache.go`` ``deleteJob``, ``processCleanupJob``,
+``generateDeletedJobsKey``): ``DeletedJobs`` holds string keys ``<namespace/name>/<PgUID>``
+instead of pointers, and the cleanup judges ``JobTerminated`` on the job **now** in
+``sc.Jobs``, deleting it only if its ``PgUID`` matches the key's. #3375 alone compares
+``PgUID`` strings, and a job created by a pod before its PodGroup's ADDED reached the
+scheduler has an empty one, so a stale retry of one such job can delete another; #4753
+never deletes a job that still has a task or a PodGroup.
 """
 
 from __future__ import annotations
@@ -145,12 +154,15 @@ class SchedulerCache:
     volcano#3375. :meth:`on_cleanup_delete` is a no-op hook for a race's oracle.
     """
 
-    def __init__(self, world: World, pods: Informer, pod_groups: Informer, *, fixed_3375: bool) -> None:
+    def __init__(
+        self, world: World, pods: Informer, pod_groups: Informer, *, fixed_3375: bool, fixed_4753: bool = False
+    ) -> None:
         self._world = world
         self.fixed_3375 = fixed_3375
+        self.fixed_4753 = fixed_4753
         self.jobs: dict[str, JobInfo] = {}
-        # workqueue.NewRateLimitingQueue(DefaultControllerRateLimiter()) of *JobInfo
-        self.deleted_jobs: WorkQueue[JobInfo] = WorkQueue(world, "DeletedJobs")
+        # workqueue.NewRateLimitingQueue(DefaultControllerRateLimiter()) of *JobInfo (#4753: of keys)
+        self.deleted_jobs: WorkQueue[JobInfo | str] = WorkQueue(world, "DeletedJobs")
         world.share_memory("DeletedJobs", "scheduler")  # the queue's delay timers live in the scheduler
         self.informers = (pods, pod_groups)
         pods.add_event_handler(self.add_pod, self.update_pod, self.delete_pod)
@@ -222,9 +234,9 @@ class SchedulerCache:
 
     # ---- cache.go: DeletedJobs
     def delete_job(self, job: JobInfo) -> None:
-        self.deleted_jobs.add(job)
+        self.deleted_jobs.add(f"{job.uid}/{job.pg_uid}" if self.fixed_4753 else job)  # generateDeletedJobsKey
 
-    def retry_delete_job(self, job: JobInfo) -> None:
+    def retry_delete_job(self, job: JobInfo | str) -> None:
         self.deleted_jobs.add_rate_limited(job)
 
     async def run_cleanup(self) -> None:
@@ -233,8 +245,11 @@ class SchedulerCache:
             job = await self.deleted_jobs.get()
             self.process_cleanup_job(job)
 
-    def process_cleanup_job(self, job: JobInfo) -> None:
+    def process_cleanup_job(self, job: JobInfo | str) -> None:
         """``processCleanupJob``: judges ``JobTerminated`` on the queued pointer, deletes by key."""
+        if isinstance(job, str):
+            self._process_cleanup_key(job)
+            return
         try:
             if not job_terminated(job):
                 self.retry_delete_job(job)
@@ -253,8 +268,27 @@ class SchedulerCache:
         finally:
             self.deleted_jobs.done(job)
 
-    def on_cleanup_delete(self, queued: JobInfo, cached: JobInfo) -> None:
-        """Called just before ``processCleanupJob`` deletes ``sc.Jobs[queued.uid]`` (= ``cached``)."""
+    def _process_cleanup_key(self, key: str) -> None:
+        """``processCleanupJob`` after #4753: judges ``JobTerminated`` on the job now cached."""
+        try:
+            uid, _, pg_uid = key.rpartition("/")  # parseDeletedJobsKey: the last '/'
+            cur = self.jobs.get(uid)
+            if cur is None:
+                self.deleted_jobs.forget(key)
+                return
+            if not job_terminated(cur):
+                self.retry_delete_job(key)
+                return
+            if cur.pg_uid == pg_uid:
+                self.on_cleanup_delete(None, cur)
+                del self.jobs[uid]
+            self.deleted_jobs.forget(key)
+        finally:
+            self.deleted_jobs.done(key)
+
+    def on_cleanup_delete(self, queued: JobInfo | None, cached: JobInfo) -> None:
+        """Called just before ``processCleanupJob`` deletes ``sc.Jobs[key]`` (= ``cached``);
+        ``queued`` is the dequeued pointer (None: the queue holds keys, #4753)."""
 
     def snapshot(self) -> dict[str, JobInfo]:
         """``Snapshot``: clones every job that has a PodGroup (the others are skipped:

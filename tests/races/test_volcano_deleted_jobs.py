@@ -7,7 +7,7 @@ from race_support import assert_found_then_clean, assert_in_order
 
 import harness
 from harness.kube import WorkQueue
-from harness.sim import ReplayChooser
+from harness.sim import PlanChooser, ReplayChooser
 from races import REGISTRY
 from races.volcano_deleted_jobs import Cluster, JobInfo, job_terminated, scenario, scenario_api
 
@@ -78,6 +78,31 @@ def test_oracle_wording_names_both_pod_group_uids(buggy: harness.Result) -> None
 def test_the_first_pause_does_not_place_the_bug(settle: float) -> None:
     """The user's look at the running job before scaling down is 0.5 s; other lengths find the same bug."""
     assert_found_then_clean(scenario, budget=RACE.budget, violation="cleanup deletes only its own job", settle=settle)
+
+
+def test_the_3375_fix_leaves_a_residual_race_that_4753_closes() -> None:
+    """At a 9 s pause the #3375 check compares two empty PgUIDs (both JobInfos were made by
+    pods before the scheduler saw their PodGroup) and deletes the new job with its pod's
+    task; PR #4753 judges the job now cached and keeps it, under the same search."""
+    residual = harness.explore(scenario, strategy="random", budget=800, seed=0, fixed=True, pause=9.0,
+                               prove_minimal=False)
+    assert residual.verdict == "found" and residual.counterexample is not None
+    message = residual.counterexample.violation.message
+    assert "(PgUID -) but deleted" in message and "(PgUID -) (PodGroup nil, 1 task(s))" in message
+    closed = harness.explore(scenario, strategy="random", budget=800, seed=0, fixed_4753=True, pause=9.0)
+    assert closed.verdict == "none-found"
+
+
+def test_the_4753_cleanup_queues_keys_and_deletes_the_cached_job_only_if_its_pg_uid_matches() -> None:
+    c = Cluster(harness.World(PlanChooser()), fixed_4753=True)
+    job = JobInfo("default/podgroup-x")
+    c.cache.jobs[job.uid] = job
+    c.cache.delete_job(job)
+    assert list(c.cache.deleted_jobs._queue) == ["default/podgroup-x/"]  # <namespace/name>/<PgUID>, empty
+    c.cache.process_cleanup_job("default/podgroup-x/uid-other")  # another incarnation's key: kept
+    assert c.cache.jobs[job.uid] is job
+    c.cache.process_cleanup_job("default/podgroup-x/")
+    assert job.uid not in c.cache.jobs and not c.cache.wrong_deletions
 
 
 def test_fixed_variant_is_clean_under_the_same_budget() -> None:
