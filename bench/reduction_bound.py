@@ -5,7 +5,9 @@ clean three times and prints the runs each proof took:
 
 - ``declared``: the referee as shipped. Two actions are independent only
   when they belong to different declared processes and touch no common
-  apiserver resource that one of them writes (``World.share_memory``).
+  apiserver resource that one of them writes (``World.share_memory``). Under
+  every relation, a sibling that moves the held action across a jump of
+  virtual time is still searched (the referee checks that outside the relation).
 - ``per key``: also takes two actions of *one* process to be independent when
   they are about different object keys (both keys known) and touch no common
   apiserver resource. That is what a per-key record of every informer cache,
