@@ -93,6 +93,16 @@ def test_the_3375_fix_leaves_a_residual_race_that_4753_closes() -> None:
     assert closed.verdict == "none-found"
 
 
+def test_the_residual_race_shows_the_upstream_symptom_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """#4753 never deletes a job with a task, so its clean verdict rests on the symptom oracle:
+    without the cleanup invariant, #3375's residual race still fails it (the new pod is never bound)."""
+    monkeypatch.setattr(Cluster, "check_cleanup", lambda self: None)
+    residual = harness.explore(scenario, strategy="random", budget=800, seed=0, fixed=True, pause=9.0,
+                               prove_minimal=False)
+    assert residual.counterexample is not None
+    assert residual.counterexample.violation.name == "pod bound within 10s of the scale-up"
+
+
 def test_the_4753_cleanup_queues_keys_and_deletes_the_cached_job_only_if_its_pg_uid_matches() -> None:
     c = Cluster(harness.World(PlanChooser()), fixed_4753=True)
     job = JobInfo("default/podgroup-x")
