@@ -134,16 +134,12 @@ class SchedulerCache(_volcano_cache.SchedulerCache):
 
     def on_cleanup_delete(self, queued: JobInfo | None, cached: JobInfo) -> None:
         if queued is None:  # #4753 queues keys: a wrong deletion is one that loses a task or a PodGroup
-            if cached.tasks or cached.pod_group is not None:
-                self.wrong_deletions.append(
-                    f"processCleanupJob deleted sc.Jobs[{cached.uid}] = {cached} (PodGroup "
-                    f"{'set' if cached.pod_group is not None else 'nil'}, {len(cached.tasks)} task(s)) "
-                    "at t={:g}".format(self._world.now)
-                )
-            return
-        if cached is not queued or cached.pod_group is not None:
+            wrong, what = bool(cached.tasks) or cached.pod_group is not None, ""
+        else:
+            wrong, what = cached is not queued or cached.pod_group is not None, f"dequeued {queued} but "
+        if wrong:
             self.wrong_deletions.append(
-                f"processCleanupJob dequeued {queued} but deleted sc.Jobs[{queued.uid}] = {cached} "
+                f"processCleanupJob {what}deleted sc.Jobs[{cached.uid}] = {cached} "
                 f"(PodGroup {'set' if cached.pod_group is not None else 'nil'}, {len(cached.tasks)} task(s)) "
                 "at t={:g}".format(self._world.now)
             )

@@ -90,13 +90,14 @@ class _PlanSearch:
                 # the sibling before "until y" ran the held action at the time of the
                 # action before y (the first: when the hold began); if time moved in
                 # between, the two siblings differ by more than the order of two actions
-                before = chooser.held_at.get(h.what)
+                before: float | None = chooser.held_at.get(h.what)
                 for y in _dedup(chooser.during.get(h.what, [])):
-                    at = dependent.time_of[y] if dependent is not None else None
-                    same_time, before = at is not None and at == before, at
-                    if dependent is not None and same_time and not dependent(h.what, y):
-                        self.skipped += 1
-                        continue
+                    if dependent is not None:
+                        at = dependent.time_of[y]
+                        same_time, before = at == before, at
+                        if same_time and not dependent(h.what, y):
+                            self.skipped += 1
+                            continue
                     sib = canonical_plan([*(e for e in plan if e != h), Hold(h.what, y)])
                     key = frozenset(sib)
                     if key not in seen:

@@ -291,15 +291,20 @@ class PlanChooser:
             )
             for x in held:
                 self.applied.add(self._holds[x])
-                if self.wants_footprints:
-                    self.held_at.setdefault(x, now)
+            if self.wants_footprints:
+                self._timed(held, now, ran=False)
             return idx
         self._ran_one(options, idx, held, can_wait)
         if self.wants_footprints:
-            self.times.append(now)
-            for x in held:
-                self.held_at.setdefault(x, now)
+            self._timed(held, now, ran=True)
         return idx
+
+    def _timed(self, held: list[Ident], now: float, ran: bool) -> None:
+        """For the reducing referee: when the chosen action ran, and when each held one was first passed over."""
+        if ran:
+            self.times.append(now)
+        for x in held:
+            self.held_at.setdefault(x, now)
 
     def footprint(self, touched: tuple[tuple[object, bool], ...], process_of: Callable[[str], str | None]) -> None:
         """What the last action read and wrote of shared state (called by the world before the next decision)."""
