@@ -42,6 +42,7 @@ from ..sim import (
     run_once,
 )
 from ._scenarios import file_of_module, name_of, portable_ref, split_ref
+from ._story import Story, tell
 from ._scenarios import resolve as resolve_marked
 
 #: trace format versions this harness still replays (1: positional choices only, no plan; 2: no ``defaults``)
@@ -171,6 +172,39 @@ class Counterexample:
     #: the scenario's parameters left to their defaults, with the values they had when the run was recorded
     #: (None: a trace of format 1 or 2, which did not record them)
     defaults: dict[str, Any] | None = None
+
+    def told(self) -> Trace:
+        """This run once more with notes (what the kube layer and the model noted inside each step), cached.
+
+        The same choices give the same trace; only the notes and each step's
+        footprint are added (they never change a run). When the run cannot be
+        repeated (its scenario is gone or changed), the stored trace is
+        returned: a story then tells the steps without notes.
+        """
+        told = self.__dict__.get("_told")
+        if told is not None:
+            return told  # type: ignore[no-any-return]
+        trace = self.trace
+        if not trace.noted:
+            try:
+                fn = resolve_scenario(self.scenario)
+                chooser: Any = PlanChooser(self.plan) if self.plan is not None else ReplayChooser(self.choices)
+                out = run_once(fn, chooser, params=self.params, limits=self.limits, faults=self.faults, notes=True)
+            except Exception:  # a story falls back to the steps, never fails a report
+                out = None
+            if out is not None and self.divergence(out) is None:
+                trace = out.trace
+        self.__dict__["_told"] = trace
+        return trace
+
+    def story(self, *, max_lines: int = 15) -> Story:
+        """What happened, in at most ``max_lines`` lines: the deviations, the Kubernetes events, the violation.
+
+        See :mod:`harness.explore._story`: a causal slice from the violated
+        oracle back, plan entries first, each hold once, the violation at its
+        virtual time.
+        """
+        return tell(self, max_lines=max_lines)
 
     @property
     def deviations(self) -> int:

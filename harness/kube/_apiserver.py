@@ -134,20 +134,26 @@ class APIServer:
         await self._world.step(label, key=ref, rv=rv or None)
         checkpoint(self._world, label)
         self._world.touch(("list", kind) if name == "*" else (kind, namespace, name))
+        if name != "*":
+            self._world.observed(ref)
         k = (verb, kind)
         self.calls[k] = self.calls.get(k, 0) + 1
         if self._world.fault("transient_error", f"{label} fails (timeout, no effect)", key=ref, default=self.transient_errors):
-            raise self._error(verb, kind, ServerTimeout.of(verb, kind))
+            raise self._error(verb, kind, ServerTimeout.of(verb, kind), ref)
 
-    def _error(self, verb: str, kind: str, err: ApiError) -> ApiError:
+    def _error(self, verb: str, kind: str, err: ApiError, ref: str | None = None) -> ApiError:
         k = (verb, kind, err.code)
         self.errors[k] = self.errors.get(k, 0) + 1
+        world = self._world
+        if world.noting:
+            world.note(f"{verb} {ref or kind} -> {err.code} {type(err).__name__}: {err}", kind="write" if verb not in (
+                "get", "list") else "read", key=ref, verb=verb, code=err.code, outcome=type(err).__name__)
         return err
 
     def _get(self, verb: str, kind: str, namespace: str, name: str) -> KubeObject:
         obj = self._store.get(kind, {}).get(f"{namespace}/{name}" if namespace else name)
         if obj is None:
-            raise self._error(verb, kind, NotFound.of(kind, name))
+            raise self._error(verb, kind, NotFound.of(kind, name), object_ref(kind, namespace, name))
         return obj
 
     def _emit(self, kind: str, event: WatchEvent) -> None:
@@ -160,6 +166,11 @@ class APIServer:
         self._rv += 1
         obj.resource_version = self._rv
         self._touch_write(obj)
+        if self._world.noting:
+            what = "created" if event_type == ADDED else (
+                "marked for deletion" if obj.deletion_timestamp is not None else "updated")
+            self._world.note(f"{obj.ref} {what}, committed rv={obj.resource_version}", kind="write", key=obj.ref,
+                             event=event_type, rv=obj.resource_version, uid=obj.uid)
         self._store.setdefault(obj.kind, {})[obj.key] = obj
         self._emit(obj.kind, WatchEvent(event_type, obj))
         return obj
@@ -169,6 +180,9 @@ class APIServer:
         self._rv += 1
         obj.resource_version = self._rv
         self._touch_write(obj)
+        if self._world.noting:
+            self._world.note(f"{obj.ref} deleted, committed rv={obj.resource_version}", kind="write", key=obj.ref,
+                             event=DELETED, rv=obj.resource_version, uid=obj.uid)
         del self._store[obj.kind][obj.key]
         self._awaiting_kubelet.pop(obj.uid, None)
         self._emit(obj.kind, WatchEvent(DELETED, obj))
@@ -176,7 +190,9 @@ class APIServer:
 
     def _touch_write(self, obj: KubeObject) -> None:
         """Footprint of a commit: the object, its kind's lists, and the one revision counter every write moves."""
-        self._world.touch((obj.kind, obj.namespace, obj.name), ("list", obj.kind), _REVISION, write=True)
+        world = self._world
+        world.touch((obj.kind, obj.namespace, obj.name), ("list", obj.kind), _REVISION, write=True)
+        world.observed(obj.ref, write=True)
 
     def _write(self, cur: KubeObject, new: KubeObject) -> KubeObject:
         """Commit an update; a no-op writes nothing; a finished deletion removes the object."""
@@ -190,7 +206,7 @@ class APIServer:
     def _check_update(self, verb: str, obj: KubeObject, cur: KubeObject) -> None:
         if obj.uid and obj.uid != cur.uid:
             # DefaultUpdatedObjectInfo.Preconditions: the body's uid is a precondition
-            raise self._error(verb, obj.kind, Conflict.precondition(obj.kind, obj.name, "UID", obj.uid, cur.uid))
+            raise self._error(verb, obj.kind, Conflict.precondition(obj.kind, obj.name, "UID", obj.uid, cur.uid), obj.ref)
         if obj.resource_version == 0:
             if obj.kind not in BUILTIN_KINDS:
                 raise self._error(
@@ -202,7 +218,7 @@ class APIServer:
                     ),
                 )
         elif obj.resource_version != cur.resource_version:
-            raise self._error(verb, obj.kind, Conflict.modified(obj.kind, obj.name))
+            raise self._error(verb, obj.kind, Conflict.modified(obj.kind, obj.name), obj.ref)
 
     # ---------------------------------------------------------------- reads
     async def get(self, kind: str, namespace: str, name: str) -> KubeObject:
@@ -245,12 +261,16 @@ class APIServer:
 
     def peek(self, kind: str, namespace: str, name: str) -> KubeObject | None:
         """The stored object, copied, without a request or a yield point: for oracles only."""
+        self._world.observed(object_ref(kind, namespace, name))
         obj = self._store.get(kind, {}).get(f"{namespace}/{name}" if namespace else name)
         return None if obj is None else obj.deepcopy()
 
     def peek_all(self, kind: str) -> builtins.list[KubeObject]:
         """Every stored object of a kind, copied, without a yield point: for oracles only."""
-        return [o.deepcopy() for o in self._store.get(kind, {}).values()]
+        objects = [o.deepcopy() for o in self._store.get(kind, {}).values()]
+        if self._world.noting:
+            self._world.observed(*(o.ref for o in objects))
+        return objects
 
     # --------------------------------------------------------------- writes
     async def _create(self, obj: KubeObject) -> KubeObject:
@@ -262,7 +282,7 @@ class APIServer:
             )
         if obj.key in self._store.get(obj.kind, {}):
             # also while the old object is terminating: the name is still taken
-            raise self._error("create", obj.kind, AlreadyExists.of(obj.kind, obj.name))
+            raise self._error("create", obj.kind, AlreadyExists.of(obj.kind, obj.name), obj.ref)
         new = obj.deepcopy()
         self._uids += 1
         new.uid = f"uid-{self._uids:04d}"
@@ -318,7 +338,7 @@ class APIServer:
         await self._enter(verb, kind, namespace, name, resource_version)
         cur = self._get(verb, kind, namespace, name)
         if resource_version and resource_version != cur.resource_version:
-            raise self._error(verb, kind, Conflict.modified(kind, name))
+            raise self._error(verb, kind, Conflict.modified(kind, name), object_ref(kind, namespace, name))
         new = cur.deepcopy()
         if "status" in patch:
             new.status = merge_patch(new.status, patch["status"])
@@ -385,12 +405,13 @@ class APIServer:
         await self._enter("delete", kind, namespace, name, resource_version or 0)
         cur = self._get("delete", kind, namespace, name)
         if uid is not None and uid != cur.uid:
-            raise self._error("delete", kind, Conflict.precondition(kind, name, "UID", uid, cur.uid))
+            raise self._error("delete", kind, Conflict.precondition(kind, name, "UID", uid, cur.uid), cur.ref)
         if resource_version is not None and resource_version != cur.resource_version:
             raise self._error(
                 "delete",
                 kind,
                 Conflict.precondition(kind, name, "ResourceVersion", resource_version, cur.resource_version),
+                cur.ref,
             )
         if propagation not in (None, "Background", "Foreground", "Orphan"):
             raise self._error("delete", kind, Invalid(f"unsupported propagationPolicy {propagation!r}"))
@@ -444,7 +465,7 @@ class APIServer:
             "ambiguous_write", f"{verb} {ref} commits, but its response is lost (timeout)", key=ref,
             default=self._ambiguous,
         ):
-            raise self._error(verb, kind, ServerTimeout.of(verb, kind))
+            raise self._error(verb, kind, ServerTimeout.of(verb, kind), ref)
         return out
 
     async def create(self, obj: KubeObject) -> KubeObject:

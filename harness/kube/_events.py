@@ -229,20 +229,47 @@ def watch(
     ``delete_state_unknown`` (the tombstone unwrapped).
     """
     h: EventHandler = handler if handler is not None else EnqueueRequestForObject()
+    world = informer._world
+
+    def passes(event: str, obj: KubeObject, check: Callable[[Predicate], bool]) -> bool:
+        """Every predicate in order; the first that fails drops the event. Each verdict is a note in the trace."""
+        for p in predicates:
+            ok = check(p)
+            if world.noting:
+                name = predicate_name(p)
+                world.note(
+                    f"predicate {name}: {event} {obj.ref} rv={obj.resource_version} -> {'passed' if ok else 'dropped'}",
+                    kind="predicate", key=obj.ref, predicate=name, event=event, verdict="passed" if ok else "dropped",
+                )
+            if not ok:
+                return False
+        return True
 
     def on_add(obj: KubeObject) -> None:
         e = CreateEvent(obj)
-        if all(p.create(e) for p in predicates):
+        if passes("Create", obj, lambda p: p.create(e)):
             h.create(e, queue)
 
     def on_update(old: KubeObject, new: KubeObject) -> None:
         e = UpdateEvent(old, new)
-        if all(p.update(e) for p in predicates):
+        if passes("Update", new, lambda p: p.update(e)):
             h.update(e, queue)
 
     def on_delete(obj: KubeObject | DeletedFinalStateUnknown) -> None:
         e = DeleteEvent(obj.obj, True) if isinstance(obj, DeletedFinalStateUnknown) else DeleteEvent(obj)
-        if all(p.delete(e) for p in predicates):
+        if passes("Delete", e.object, lambda p: p.delete(e)):
             h.delete(e, queue)
 
     informer.add_event_handler(on_add, on_update, on_delete)
+
+
+def predicate_name(p: Predicate) -> str:
+    """How a note names a predicate: its ``name`` if it has one, else its class (a ``Funcs`` by its functions)."""
+    name = getattr(p, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    if type(p) is Funcs:
+        fns = [getattr(f, "__name__", "fn") for f in (p.create_func, p.update_func, p.delete_func, p.generic_func)
+               if f is not None]
+        return f"Funcs({', '.join(fns)})" if fns else "Funcs"
+    return type(p).__name__

@@ -34,6 +34,9 @@ class ResourceVersionExpectation:
     def expect(self, obj: KubeObject) -> None:
         """Record the RV my own write produced; only ever raises the expected version."""
         entry = self._entries.get(obj.uid)
+        if self._world.noting:
+            self._world.note(f"expect {obj.ref} (uid {obj.uid}) at rv>={obj.resource_version} in the cache",
+                             kind="expectation", key=obj.ref, op="expect", rv=obj.resource_version)
         if entry is None:
             self._entries[obj.uid] = [obj.resource_version, None]
         elif obj.resource_version >= int(entry[0] or 0):
@@ -43,6 +46,9 @@ class ResourceVersionExpectation:
         """The cache has shown ``obj``: drop the entry if it has caught up."""
         entry = self._entries.get(obj.uid)
         if entry is not None and obj.resource_version >= int(entry[0] or 0):
+            if self._world.noting:
+                self._world.note(f"observed {obj.ref} rv={obj.resource_version}: its expectation is satisfied",
+                                 kind="expectation", key=obj.ref, op="observe", rv=obj.resource_version)
             del self._entries[obj.uid]
 
     def is_satisfied(self, obj: KubeObject) -> tuple[bool, float]:
@@ -55,6 +61,12 @@ class ResourceVersionExpectation:
             return True, 0.0
         if entry[1] is None:
             entry[1] = self._world.now
+            if self._world.noting:
+                self._world.note(
+                    f"expectation for {obj.ref} unsatisfied (expects rv>={entry[0]}, the cache shows "
+                    f"rv={obj.resource_version}): its clock starts", kind="expectation", key=obj.ref, op="unsatisfied",
+                    expected=entry[0], seen=obj.resource_version,
+                )
         first = entry[1]
         return False, self._world.now - (first or 0.0)
 
@@ -84,11 +96,17 @@ class ScaleExpectations:
         self._first: dict[str, float] = {}
 
     def expect_scale(self, controller_key: str, action: str, name: str) -> None:
+        if self._world.noting:
+            self._world.note(f"{controller_key} expects {action} {name}", kind="expectation",
+                             keys=(controller_key, name), op="expect", action=action)
         self._entries.setdefault(controller_key, {}).setdefault(action, {})[name] = None
 
     def observe_scale(self, controller_key: str, action: str, name: str) -> None:
         entry = self._entries.get(controller_key)
         if entry is not None and action in entry:
+            if self._world.noting and name in entry[action]:
+                self._world.note(f"{controller_key} observed {action} {name}", kind="expectation",
+                                 keys=(controller_key, name), op="observe", action=action)
             entry[action].pop(name, None)
 
     def satisfied_expectations(self, controller_key: str) -> tuple[bool, float, dict[str, list[str]]]:
@@ -98,6 +116,9 @@ class ScaleExpectations:
         if not pending:
             self._first.pop(controller_key, None)
             return True, 0.0, {}
+        if controller_key not in self._first and self._world.noting:
+            self._world.note(f"{controller_key} expectations unsatisfied ({pending}): the clock starts",
+                             kind="expectation", key=controller_key, op="unsatisfied")
         first = self._first.setdefault(controller_key, self._world.now)
         return False, self._world.now - first, pending
 
@@ -134,6 +155,9 @@ class ControllerExpectations:
 
     def set_expectations(self, key: str, add: int, delete: int) -> None:
         """Replace the record (and its timestamp) for ``key``."""
+        if self._world.noting:
+            self._world.note(f"{key} expects {add} creation(s) and {delete} deletion(s)", kind="expectation", key=key,
+                             op="expect", add=add, delete=delete)
         self._entries[key] = _Controllee(add, delete, self._world.now)
 
     def expect_creations(self, key: str, adds: int) -> None:
@@ -167,7 +191,12 @@ class ControllerExpectations:
             return True
         if entry.add <= 0 and entry.delete <= 0:
             return True
-        return self._world.now - entry.timestamp > self.timeout
+        expired = self._world.now - entry.timestamp > self.timeout
+        if expired and self._world.noting:
+            self._world.note(f"{key} expectations expired after {self.timeout:g} s (still {entry.add} add, "
+                             f"{entry.delete} delete): the controller syncs anyway", kind="expectation", key=key,
+                             op="expired")
+        return expired
 
     def get_expectations(self, key: str) -> tuple[int, int] | None:
         entry = self._entries.get(key)

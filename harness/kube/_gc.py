@@ -127,6 +127,13 @@ class GarbageCollector:
             solid = True
         if solid or node.deletion_timestamp is not None:
             return None
+        world = self._api._world
+        if world.noting:
+            owners = ", ".join(f"{r.kind} {node.namespace + '/' if node.namespace else ''}{r.name} ({r.uid})"
+                               for r in node.owner_references)
+            world.note(f"garbage collector deletes {node.ref}: its owner {owners} is gone", kind="gc",
+                       keys=(node.ref, *(f"{r.kind} {node.namespace + '/' if node.namespace else ''}{r.name}"
+                                         for r in node.owner_references)), uid=node.uid)
         try:
             await self._api.delete(node.kind, node.namespace, node.name, uid=node.uid, propagation="Background")
             self.deletes += 1

@@ -324,6 +324,8 @@ class _Listener:
         if inf._stopped or not self.notes:
             return
         what, old, new = self.notes.popleft()
+        if inf._world.noting:
+            inf._note_handler(what, old, new, self.actor)
         result = _call(self.handler, what, old, new)
         if inspect.iscoroutine(result):
             assert self._calls is not None, "a handler that returns a coroutine is refused at registration"
@@ -499,6 +501,10 @@ class Informer:
 
     def stop(self) -> None:
         """Close the watch and drop everything pending (a crash, or ``stopCh`` closed)."""
+        if self._world.noting and not self._stopped:
+            self._world.note(f"{self.name} stops: its cache of {len(self._store)} object(s) and {self.pending} "
+                             "undelivered event(s) are dropped", kind="crash", cached=len(self._store),
+                             pending=self.pending)
         self._stopped = True
         if self._stop_watch is not None:
             self._stop_watch()
@@ -559,6 +565,8 @@ class Informer:
                 key=obj.ref,
                 default=self.watch_ends,
             ):
+                if world.noting:
+                    self._note_lost(list(fifo)[i:], drop)
                 while len(fifo) > i:
                     fifo.pop()
                 self._undecided = 0
@@ -599,7 +607,13 @@ class Informer:
         if self._stopped or not self._fifo:
             return
         if self._undecided:
+            labelled = self._fifo[0]
             self._decide_reception()
+            if self._world.noting and (not self._fifo or self._fifo[0] is not labelled):
+                self._world.note(
+                    "nothing delivered: the watch broke before this event was sent", kind="step",
+                    key=None if isinstance(labelled, _Replace) else labelled.event.object.ref, nothing_delivered=True,
+                )
         if self._fifo:
             head = self._fifo.popleft()
             if isinstance(head, _Replace):
@@ -616,6 +630,7 @@ class Informer:
     def _apply(self, ev: WatchEvent) -> None:
         obj = ev.object
         self.delivered += 1
+        self._world.observed(obj.ref, write=True)
         if ev.type == DELETED:
             self.delivered_rv[obj.key] = obj.resource_version
             old = self._store.pop(obj.key, None)
@@ -669,7 +684,7 @@ class Informer:
             f"{self.name} re-watch fails (timeout); relists after backoff",
             default=self._api.transient_errors,
         ):
-            self._relist_after_backoff()
+            self._relist_after_backoff("the re-watch failed (timeout)")
             self._pump()
             return
         if world.fault(
@@ -681,8 +696,15 @@ class Informer:
         try:
             missed = self._api.events_since(self.kind, self._last_rv)
         except Gone:
-            self._relist_after_backoff()
+            self._relist_after_backoff(f"the re-watch from rv={self._last_rv} got 410 Gone (compacted past it)")
         else:
+            if world.noting:
+                sent = ", ".join(f"{e.type} {e.object.key} rv={e.object.resource_version}" for e in missed)
+                world.note(
+                    f"watch resumes from rv={self._last_rv}: "
+                    + (f"resends {sent}" if missed else "nothing was missed"),
+                    kind="watch", keys=[e.object.ref for e in missed], rv=self._last_rv, resent=len(missed),
+                )
             self._receive(missed)
         self._pump()
 
@@ -694,10 +716,11 @@ class Informer:
         self._undecided += len(events)
         self._pump_fifo()
 
-    def _relist_after_backoff(self) -> None:
+    def _relist_after_backoff(self, why: str = "") -> None:
         """client-go ``wait.NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0)`` (reflector.go).
 
-        The FIFO keeps what it received: only the reflector waits.
+        The FIFO keeps what it received: only the reflector waits. ``why`` is
+        the reason the trace's note gives.
         """
         now = self._world.now
         if now - self._last_failure > BACKOFF_RESET:
@@ -708,6 +731,11 @@ class Informer:
         self._needs_list = True
         self._list_at = now + backoff
         self._list_window = backoff * BACKOFF_JITTER  # jitter 1.0: anywhere up to twice the backoff
+        if self._world.noting:
+            self._world.note(
+                (f"{why}; " if why else "") + f"the reflector backs off {backoff:g} s (failure {self._failures}), "
+                f"then lists again", kind="watch", backoff=backoff, failures=self._failures,
+            )
 
     def _do_list(self) -> None:
         self._timer = None
@@ -717,7 +745,7 @@ class Informer:
             "transient_error", f"{self.name} list fails (timeout); lists again after backoff",
             default=self._api.transient_errors,
         ):
-            self._relist_after_backoff()
+            self._relist_after_backoff("the LIST failed (timeout)")
         else:
             self._relist()
         self._pump()
@@ -737,6 +765,8 @@ class Informer:
         self.relists += 1
         self._last_rv = rv
         deltas = self._replacement(objects)
+        if self._world.noting:
+            self._note_list(objects, rv, stale, deltas)
         if self._fifo:  # behind what is still queued; the consumer pops it in its turn
             self._fifo.append(_Replace(deltas, self._world.now, rv))
             self._pump_fifo()
@@ -776,12 +806,30 @@ class Informer:
 
     def _process_replace(self, deltas: builtins.list[_Replacement]) -> None:
         """``processDeltas`` over a relist's deltas, in order."""
+        world = self._world
         for what, obj in deltas:
             if isinstance(obj, DeletedFinalStateUnknown):
+                if world.noting:
+                    world.note(
+                        f"relist synthesises Delete {obj.key} (DeletedFinalStateUnknown: missing from the LIST; "
+                        f"last seen rv={obj.obj.resource_version})", kind="relist", key=obj.obj.ref, event="Delete",
+                        rv=obj.obj.resource_version,
+                    )
+                    world.observed(obj.obj.ref, write=True)
                 self._store.pop(obj.key, None)
                 self._notify("delete", None, obj)
             else:
                 assert what == "replaced"
+                if world.noting:
+                    old = self._store.get(obj.key)
+                    event = "Create" if old is None else (
+                        "Update" if old.resource_version != obj.resource_version else "Sync")
+                    tail = "" if old is None else (
+                        f" (cache had rv={old.resource_version})" if event == "Update" else
+                        " (the cache has this rv: a sync, only handlers with a resync period hear of it)")
+                    world.note(f"relist synthesises {event} {obj.key} rv={obj.resource_version}{tail}", kind="relist",
+                               key=obj.ref, event=event, rv=obj.resource_version)
+                    world.observed(obj.ref, write=True)
                 self._upsert(obj)
 
     # -------------------------------------------------------------- handlers
@@ -789,6 +837,8 @@ class Informer:
         self, what: str, old: KubeObject | DeletedFinalStateUnknown | None, new: KubeObject | DeletedFinalStateUnknown
     ) -> None:
         """``sharedProcessor.distribute``: in-step handlers run now, every listener buffers its own copy."""
+        if self._handlers and self._world.noting:
+            self._note_handler(what, old, new, self.name)
         for handler in self._handlers:
             if inspect.iscoroutine(result := _call(handler, what, old, new)):
                 result.close()
@@ -799,6 +849,45 @@ class Informer:
                 )
         for listener in self._listeners:
             listener.add((what, old, new))
+
+    # ------------------------------------------------------------------ notes
+    def _note_handler(
+        self, what: str, old: KubeObject | DeletedFinalStateUnknown | None, new: KubeObject | DeletedFinalStateUnknown,
+        by: str,
+    ) -> None:
+        """The note of one handler call: which callback got which object (``OnAdd``, ``OnUpdate``, ``OnDelete``)."""
+        obj = new.obj if isinstance(new, DeletedFinalStateUnknown) else new
+        call = {"add": "OnAdd", "synthetic add": "OnAdd (late handler)", "update": "OnUpdate"}.get(what, "OnDelete")
+        was = f" (was rv={old.resource_version})" if isinstance(old, KubeObject) and what == "update" else ""
+        tomb = " (DeletedFinalStateUnknown)" if isinstance(new, DeletedFinalStateUnknown) else ""
+        self._world.note(f"{call} {obj.ref} rv={obj.resource_version}{was}{tomb}", kind="handler", key=obj.ref,
+                         handler=call, rv=obj.resource_version, listener=by)
+
+    def _note_list(self, objects: builtins.list[KubeObject], rv: int, stale: int | None,
+                   deltas: builtins.list[_Replacement]) -> None:
+        """The note of a LIST: its revision, what it returned, and (for a relist) what it will replace."""
+        names = ", ".join(o.key for o in objects[:6]) + (", ..." if len(objects) > 6 else "")
+        n = len(objects)
+        where = f"a watch cache lagging behind rv={self._api.resource_version}" if stale is not None else "the apiserver"
+        first = "" if self.relists <= 1 else "re"
+        tombs = [d for d in deltas if d[0] == "tombstone"]
+        keys = [o.ref for o in objects] + [t.obj.ref for _, t in tombs if isinstance(t, DeletedFinalStateUnknown)]
+        self._world.note(
+            f"{first}LIST {self.kind} at rv={rv} from {where}: {n} object{'s' if n != 1 else ''}"
+            + (f" ({names})" if objects else "") + (f"; {len(tombs)} known key(s) missing" if tombs else ""),
+            kind="list", keys=keys, rv=rv, objects=n, stale=stale is not None, relist=self.relists > 1,
+        )
+
+    def _note_lost(self, lost: builtins.list[_Delta | _Replace], drop: bool) -> None:
+        """The note of a broken watch: the events it lost (never sent, so never delivered) and what comes next."""
+        events = [d.event for d in lost if isinstance(d, _Delta)]
+        said = ", ".join(f"{e.type} {e.object.key} rv={e.object.resource_version}" for e in events)
+        then = "relist after backoff" if drop else f"re-watch from rv={self._last_rv}"
+        self._world.note(
+            f"watch {'drops' if drop else 'ends'}: lost (never delivered) {said}; {then}", kind="watch",
+            keys=[e.object.ref for e in events], lost=[f"{e.type} {e.object.key} rv={e.object.resource_version}"
+                                                        for e in events], drop=drop, rv=self._last_rv,
+        )
 
     # ---------------------------------------------------------------- resync
     def _schedule_resync(self) -> None:

@@ -136,10 +136,17 @@ class ControllerProcess:
             return
         inc.crashed = True
         self.crashes += 1
+        if self.world.noting:
+            self.world.note(f"{self.name} crashes (incarnation {inc.number}): its memory is lost; it restarts "
+                            f"{self.restart_after:g} s later", kind="crash", process=self.name,
+                            incarnation=inc.number)
         for stop in inc.stoppers:
             stop()
         self.world.call_later(self.restart_after, self._restart, label=f"restart {self.name}", actor=self.name)
 
     def _restart(self) -> None:
         self.restarts += 1
+        if self.world.noting:
+            self.world.note(f"{self.name} restarts (incarnation {self._count + 1}) with empty memory",
+                            kind="crash", process=self.name, incarnation=self._count + 1)
         self.start()

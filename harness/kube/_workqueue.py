@@ -93,10 +93,17 @@ class WorkQueue(Generic[T]):
     def add(self, item: T) -> None:
         """``Add``: dedup against dirty; park in dirty while processing; else append and wake."""
         if self._shutting_down or item in self._dirty:
+            if self._world.noting:
+                self._note(item, "add {}: coalesced with the same key already queued" if not self._shutting_down
+                           else "add {}: dropped, the queue is shutting down", "coalesced")
             return
         self._dirty[item] = None
         if item in self._processing:
+            if self._world.noting:
+                self._note(item, "add {}: being processed, queued again when done", "dirty")
             return
+        if self._world.noting:
+            self._note(item, "add {}", "add")
         self._queue.append(item)
         self._wake.put_nowait(_ITEM)
 
@@ -110,6 +117,8 @@ class WorkQueue(Generic[T]):
                 item = self._queue.popleft()
                 self._processing[item] = None
                 del self._dirty[item]
+                if self._world.noting:
+                    self._note(item, "get {}", "get")
                 return item
             if self._shutting_down:
                 if token == _SHUTDOWN:
@@ -129,6 +138,10 @@ class WorkQueue(Generic[T]):
         if self._shutting_down:
             return
         self._shutting_down = True
+        if self._world.noting:
+            lost = [describe_item(i) for i in (*self._queue, *self._processing, *self._waiting)]
+            self._world.note(f"{self.name} queue shuts down, dropping " + (", ".join(lost) if lost else "nothing"),
+                             kind="crash", keys=tuple(k for k in lost if "/" in k), queue=self.name, lost=lost)
         for entry in self._waiting.values():
             entry.handle.cancel()
         self._waiting.clear()
@@ -152,6 +165,10 @@ class WorkQueue(Generic[T]):
             return
         ready_at = self._world.now + delay
         entry = self._waiting.get(item)
+        if self._world.noting:
+            self._note(item, f"AddAfter {{}} {delay:g} s: due at t={ready_at:.3f}" + (
+                "" if entry is None or ready_at < entry.ready_at else
+                f" (already waiting until t={entry.ready_at:.3f}, which stays)"), "add_after", due=ready_at)
         if entry is not None:
             if ready_at < entry.ready_at:
                 entry.handle.cancel()
@@ -172,11 +189,26 @@ class WorkQueue(Generic[T]):
     # ------------------------------------------------ rate_limiting_queue.go
     def add_rate_limited(self, item: T) -> None:
         """``AddRateLimited``: ``add_after(item, rate_limiter.when(item))``."""
-        self.add_after(item, self.rate_limiter.when(item))
+        delay = self.rate_limiter.when(item)
+        if self._world.noting:
+            self._note(item, f"AddRateLimited {{}}: the rate limiter says {delay:g} s "
+                       f"(requeue #{self.rate_limiter.num_requeues(item)})", "add_rate_limited", delay=delay)
+        self.add_after(item, delay)
 
     def forget(self, item: T) -> None:
         """``Forget``: clears the limiter's failure count only; a waiting entry stays."""
+        if self._world.noting:
+            waiting = self._waiting.get(item)
+            self._note(item, "Forget {}: failure count reset" + (
+                f"; its waiting entry (due t={waiting.ready_at:.3f}) stays" if waiting else ""), "forget")
         self.rate_limiter.forget(item)
+
+    def _note(self, item: T, text: str, op: str, **fields: float) -> None:
+        """A note of the queue (``text`` has ``{}`` where the item goes); the item's key ties it to its object."""
+        said = describe_item(item)
+        key = getattr(item, "key", None) if not isinstance(item, str) else item
+        self._world.note(f"{self.name} queue: " + text.format(said), kind="queue",
+                         keys=(key,) if isinstance(key, str) else (), queue=self.name, op=op, item=said, **fields)
 
     def num_requeues(self, item: T) -> int:
         return self.rate_limiter.num_requeues(item)

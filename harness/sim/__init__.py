@@ -19,6 +19,7 @@ from ._plan import canonical_plan as canonical_plan
 from ._plan import entry_from_json as entry_from_json
 from ._plan import identity_label as identity_label
 from ._trace import FORMAT_VERSION as FORMAT_VERSION
+from ._trace import Note as Note
 from ._trace import Record as Record
 from ._trace import Trace as Trace
 from ._world import VERDICTS as VERDICTS
@@ -36,7 +37,7 @@ from ._world import run_batch as run_batch
 from ._world import run_once as run_once
 
 __all__ = [
-    "FORMAT_VERSION", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option", "PCTChooser", "Queue",
+    "FORMAT_VERSION", "Note", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option", "PCTChooser", "Queue",
     "RandomChooser", "Record", "ReplayChooser", "RunOutcome", "TimerHandle", "Trace", "Violation", "World",
     "run_batch", "run_once", "LiveRepeat", "LiveWorld", "repeat_live", "run_live",
     "ConvertingChooser", "FaultPlacement", "PlanChooser", "Entry", "Fault", "Hold", "Ident", "Pick",

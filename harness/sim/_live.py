@@ -363,6 +363,15 @@ class LiveWorld:
     def touch(self, *resources: Hashable, write: bool = False) -> None:
         """Footprints feed the exhaustive referee's reduction only; a live run keeps none."""
 
+    #: a live run keeps no trace, so it records no notes
+    noting = False
+
+    def note(self, text: str, *, kind: str = "log", key: str | None = None, keys: Any = (), **fields: Any) -> None:
+        """A live run keeps no trace: the line is dropped (the same call as in a simulated run)."""
+
+    def observed(self, *refs: str, write: bool = False) -> None:
+        """A live run keeps no footprints."""
+
     def fault(self, kind: str, label: str, *, key: str | None = None, default: bool = False) -> bool:
         """Never: a plain test injects no faults."""
         return False

@@ -95,6 +95,72 @@ class Record:
         return (self.kind, self.actor, self.label, self.key) == (other.kind, other.actor, other.label, other.key)
 
 
+@dataclass(frozen=True, slots=True)
+class Note:
+    """What happened inside a step, with no choice attached: an observation, never a scheduling point.
+
+    The kube layer writes one for each thing a controller developer would look
+    for in the logs (a LIST and its revision, each event a relist synthesised,
+    a predicate's verdict, a key coalesced in a work queue, a write's outcome, a
+    crash and what it lost); a model writes its own with :meth:`World.note`
+    (the upstream log line a maintainer greps for). ``step`` is the step the
+    note was made in (0: before the first), ``keys`` the objects it is about
+    ("Kind ns/name"), ``kind`` what made it ("list", "relist", "watch",
+    "handler", "predicate", "queue", "expectation", "write", "gc", "crash",
+    "log", ...). Notes are kept beside the records, never in them, so they do
+    not change a trace's digest or a run's choices.
+    """
+
+    step: int
+    time: float
+    actor: str
+    kind: str
+    text: str
+    keys: tuple[str, ...] = ()
+    fields: tuple[tuple[str, Any], ...] = ()
+
+    def field(self, name: str, default: Any = None) -> Any:
+        """The structured field ``name`` (``rv``, ``verdict``, ``lost``, ...), or ``default``."""
+        for k, v in self.fields:
+            if k == name:
+                return v
+        return default
+
+    def describe(self) -> str:
+        """One line, indented under its step: ``      . t=1.250 informer/Pod: LIST rv=7: 3 objects``."""
+        return f"      . t={self.time:9.3f}  {self.actor}: {self.text}"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "step": self.step, "time": round(self.time, 9), "actor": self.actor, "kind": self.kind, "text": self.text,
+        }
+        if self.keys:
+            out["keys"] = list(self.keys)
+        if self.fields:
+            out["fields"] = {k: _plain(v) for k, v in self.fields}
+        return out
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Note:
+        fields = raw.get("fields") or {}
+        if not isinstance(fields, dict):
+            raise TypeError("a note's fields must be an object")
+        return cls(
+            step=int(raw["step"]), time=float(raw["time"]), actor=str(raw["actor"]), kind=str(raw["kind"]),
+            text=str(raw["text"]), keys=tuple(str(k) for k in raw.get("keys") or ()),
+            fields=tuple((str(k), _plain(v)) for k, v in fields.items()),
+        )
+
+
+def _plain(value: Any) -> Any:
+    """A note field as JSON keeps it: numbers, strings, booleans and None as they are, lists of them, else text."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
 def _said(what: Any) -> str:
     """'actor: label' of an action kept by reference (an ``Option``), or the string itself."""
     return what if isinstance(what, str) else f"{what.actor}: {what.label}"
@@ -129,11 +195,19 @@ class Trace(Sequence[Record]):
     in the world as it goes (the same cost, paid during the run).
     """
 
-    __slots__ = ("_built", "_raw")
+    __slots__ = ("_built", "_raw", "footprints", "noted", "notes", "oracle_reads")
 
-    def __init__(self, records: Iterable[Record] = ()) -> None:
+    def __init__(self, records: Iterable[Record] = (), notes: Iterable[Note] = (), *, noted: bool = False) -> None:
         self._built: tuple[Record, ...] | None = tuple(records)
         self._raw: Sequence[tuple[Any, ...]] = ()
+        #: what the kube layer and the model noted (see :class:`Note`), in the order made; not in the digest
+        self.notes: tuple[Note, ...] = tuple(notes)
+        #: whether the run recorded notes (a search's runs do not: a counterexample is re-run to tell its story)
+        self.noted = noted or bool(self.notes)
+        #: step -> the objects ("Kind ns/name") it read and wrote, for a run that recorded notes
+        self.footprints: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+        #: the objects the violated oracle read, when the run recorded notes
+        self.oracle_reads: tuple[str, ...] = ()
 
     @classmethod
     def _lazy(cls, raw: Sequence[tuple[Any, ...]]) -> Trace:
@@ -141,6 +215,10 @@ class Trace(Sequence[Record]):
         trace = cls.__new__(cls)
         trace._built = None
         trace._raw = raw
+        trace.notes = ()
+        trace.noted = False
+        trace.footprints = {}
+        trace.oracle_reads = ()
         return trace
 
     @property
@@ -194,7 +272,23 @@ class Trace(Sequence[Record]):
         text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def render(self, *, limit: int | None = None) -> str:
-        """The trace as text, one step a line; deviations are marked."""
+    def notes_json(self) -> list[dict[str, Any]]:
+        return [n.to_json() for n in self.notes]
+
+    def notes_of(self, step: int) -> list[Note]:
+        """The notes made during step ``step``."""
+        return [n for n in self.notes if n.step == step]
+
+    def render(self, *, limit: int | None = None, notes: bool = False) -> str:
+        """The trace as text, one step a line; deviations are marked; ``notes`` puts each step's notes under it."""
         rows = self._records if limit is None else self._records[-limit:]
-        return "\n".join(r.describe() for r in rows)
+        if not notes or not self.notes:
+            return "\n".join(r.describe() for r in rows)
+        by_step: dict[int, list[Note]] = {}
+        for n in self.notes:
+            by_step.setdefault(n.step, []).append(n)
+        out = [n.describe() for n in by_step.get(0, ())] if limit is None else []
+        for r in rows:
+            out.append(r.describe())
+            out.extend(n.describe() for n in by_step.get(r.step, ()))
+        return "\n".join(out)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -47,7 +47,7 @@ import trio.testing
 from .._errors import UsageError
 from ._oracles import first_broken_invariant, first_exceeded_bound, holds, where
 from ._plan import Ident, identity_label
-from ._trace import Record, Trace, _record
+from ._trace import Note, Record, Trace, _record
 
 T = TypeVar("T")
 
@@ -373,6 +373,13 @@ class World:
         self._touched: list[tuple[Hashable, bool]] | None = (
             [] if getattr(chooser, "wants_footprints", False) else None
         )
+        # notes (what happened inside steps) and each step's objects read and written, for a run that tells its
+        # story (run_once(notes=True)); None in a search's runs, where note() and observed() are one test
+        self._notes: list[Note] | None = None
+        self._footprints: dict[int, tuple[set[str], set[str]]] | None = None
+        self._oracle_reads: list[str] | None = None
+        self._last_oracle_reads: tuple[str, ...] = ()
+        self._eventually_reads: dict[str, tuple[str, ...]] = {}
 
     # ------------------------------------------------------------ footprints
     def share_memory(self, *prefixes: str) -> None:
@@ -417,6 +424,58 @@ class World:
         """
         if self._touched is not None:
             self._touched.extend((r, write) for r in resources)
+
+    # ----------------------------------------------------------------- notes
+    @property
+    def noting(self) -> bool:
+        """Whether this run records notes (a counterexample's replay does; a search's runs do not).
+
+        Components test it before they build a note's text, so a search pays
+        one attribute read per place that could note something.
+        """
+        return self._notes is not None
+
+    def note(self, text: str, *, kind: str = "log", key: str | None = None, keys: Iterable[str] = (), **fields: Any) -> None:
+        """Write ``text`` into the trace beside the current step: a log line, not a scheduling point.
+
+        ``world.note("Expectation unsatisfied overtime", key="Job default/j1", waited=305.0)``
+        is the line a maintainer greps for in the upstream logs. It adds no
+        choice and no step, so a run with notes takes exactly the same path as
+        one without (the digest of its choices and trace are unchanged); the
+        story of a counterexample and the report show it. ``key``/``keys`` name
+        the objects ("Kind ns/name") the line is about, which is how the story
+        knows it belongs to the violation's causal slice; ``kind`` says what
+        made it ("log" for a model's own lines); other keyword ``fields`` are
+        kept as structured data (numbers, strings, booleans, lists of them).
+        A search's runs record no notes: the counterexample it finds is re-run
+        once with notes to tell its story.
+        """
+        notes = self._notes
+        if notes is None:
+            return
+        refs = tuple(keys) if key is None else (key, *keys)
+        notes.append(Note(self._step, self._now, self._who(), kind, text, refs, tuple(fields.items())))
+
+    def observed(self, *refs: str, write: bool = False) -> None:
+        """The current step (or the oracle being checked) read, or wrote, these objects ("Kind ns/name").
+
+        Only a run that records notes keeps it: the story walks back from the
+        violated oracle over the steps that wrote what it read. The kube layer
+        calls it for every apiserver request, informer delivery and peek; a
+        model calls it for a read the harness cannot see.
+        """
+        if self._notes is None:
+            return
+        reads = self._oracle_reads
+        if reads is not None:
+            reads.extend(refs)
+            return
+        fp = self._footprints
+        assert fp is not None
+        entry = fp.get(self._step)
+        if entry is None:
+            entry = fp[self._step] = (set(), set())
+        entry[1 if write else 0].update(refs)
 
     def _flush_footprint(self, last: bool = False) -> None:
         t = self._touched
@@ -786,18 +845,37 @@ class World:
         self._fail("oracle", name, message, self._current)
 
     def _check_oracles(self) -> None:
+        if self._notes is not None:
+            self._oracle_reads = []
+            try:
+                self._check_oracles_now()
+            finally:
+                if self._violation is not None and not self._last_oracle_reads:
+                    self._last_oracle_reads = tuple(self._oracle_reads)
+                self._oracle_reads = None
+            return
+        self._check_oracles_now()
+
+    def _check_oracles_now(self) -> None:
         broken = first_broken_invariant(self._invariants)
         if broken is not None:
             self._fail("oracle", broken[0], broken[1], None)
             return
         if self._eventually:
             keep = []
+            reads = self._oracle_reads
             for ev in self._eventually:
+                if reads is not None:
+                    reads.clear()
                 why = holds(ev[0], ev[1])
                 if why is not None:
                     ev[4] = why
                     keep.append(ev)
+                    if reads is not None:  # what it read when it last did not hold: the story starts there
+                        self._eventually_reads[ev[0]] = tuple(reads)
             self._eventually = keep
+            if reads is not None:
+                reads.clear()
         exceeded = first_exceeded_bound(self._bounds, self.peaks)
         if exceeded is not None:
             self._fail("oracle", exceeded[0], exceeded[1], None)
@@ -1038,6 +1116,7 @@ class World:
         for ev in self._eventually:
             if ev[2] <= self._now:
                 self._now = ev[2]
+                self._last_oracle_reads = self._eventually_reads.get(ev[0], ())
                 self._fail(
                     "oracle",
                     ev[0],
@@ -1107,6 +1186,7 @@ class World:
         self._ended = True
         for ev in self._eventually:
             if how == "settled":
+                self._last_oracle_reads = self._eventually_reads.get(ev[0], ())
                 self._fail(
                     "oracle",
                     ev[0],
@@ -1116,7 +1196,11 @@ class World:
                 )
                 return
         for name, fn in self._at_end:
+            if self._notes is not None:
+                self._oracle_reads = []
             msg = holds(name, fn)
+            if self._oracle_reads is not None:
+                self._last_oracle_reads, self._oracle_reads = tuple(self._oracle_reads), None
             if msg is not None:
                 self._fail("oracle", name, f"at the end of the run: {msg}", None)
                 return
@@ -1145,6 +1229,12 @@ class World:
         if self._touched is not None:
             self._flush_footprint(last=True)
         trace = Trace._lazy(self._records)
+        if self._notes is not None:
+            trace.notes = tuple(self._notes)
+            trace.noted = True
+            assert self._footprints is not None
+            trace.footprints = {s: (frozenset(r), frozenset(w)) for s, (r, w) in self._footprints.items()}
+            trace.oracle_reads = tuple(dict.fromkeys(self._last_oracle_reads))
         return RunOutcome(
             trace,
             self._violation,
@@ -1175,14 +1265,20 @@ def run_once(
     limits: Limits = Limits(),
     observer: Callable[[World, Record | None], None] | None = None,
     faults: frozenset[str] | None = None,
+    notes: bool = False,
 ) -> RunOutcome:
     """Run ``scenario(world, **params)`` once under ``chooser``; never raises for a verdict.
 
     ``observer(world, last_record)`` is called at every scheduling point (reports
     use it to capture object state per step); it must not change the run.
+    ``notes=True`` records what happened inside the steps (:class:`Note`) and
+    which objects each step read and wrote: the same run, told.
     """
     world = World(chooser, limits=limits, params=params, observer=observer)
     world.fault_kinds = faults
+    if notes:
+        world._notes = []
+        world._footprints = {}
     try:
         trio.run(world._main, scenario, clock=VirtualClock(world), strict_exception_groups=True)
     except BaseExceptionGroup as group:
