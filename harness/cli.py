@@ -162,6 +162,11 @@ def _parser() -> _Parser:
         help="only with SCENARIO: the positional choices to replay, e.g. 0,1,0,2 (default: none, the canonical order)",
     )
     r.add_argument("--json", action="store_true", help='print {"violation", "steps", "deviations", "digest"}')
+    r.add_argument(
+        "--story", action="store_true",
+        help="print the counterexample's story (at most 15 lines: the deviations, the Kubernetes events that lead "
+        "to the violation, and its virtual time) instead of every step",
+    )
     return p
 
 
@@ -538,6 +543,9 @@ def _hunt_one(
         else:
             mark = "ok" if entry.expected else "UNEXPECTED"
         console.print(f"[{mark}] {label}: {outcome}", markup=False, highlight=False, soft_wrap=True)
+        if cx is not None and result.verdict != "interrupted":
+            for line in cx.story().lines:  # the story under each counterexample: what Kubernetes did
+                console.print(f"    {line}", markup=False, highlight=False, soft_wrap=True)
     return entry, failed
 
 
@@ -766,7 +774,7 @@ def _replay(args: argparse.Namespace) -> int:
         )
     cx = Counterexample.load(target)
     try:
-        out = cx.replay(check=False)
+        out = cx.replay(check=False, notes=True)
     except HarnessError as exc:
         if isinstance(exc, UsageError):
             raise
@@ -779,8 +787,16 @@ def _replay(args: argparse.Namespace) -> int:
     if diverged is not None:
         # a replay reads as a replay: what was replayed and where it left the trace, never a search's words
         raise ReplayDivergence(f"replayed trace {target}: {diverged[1]}", step=diverged[0])
-    _print_replay(args, f"replaying trace {target}: {cx.scenario}({_fmt({**(cx.defaults or {}), **cx.params})})",
-                  out, cx.deviations, verdict=f"replayed trace {target}: same violation")
+    head = f"replaying trace {target}: {cx.scenario}({_fmt({**(cx.defaults or {}), **cx.params})})"
+    if getattr(args, "story", False) and not args.json:
+        from .explore._story import tell
+
+        print(head)
+        print(tell(cx, out.trace))
+        print(f"replayed trace {target}: same violation; {_n(cx.deviations, 'deviation')}, {_n(out.steps, 'step')}, "
+              f"digest {out.trace.digest()[:16]}")
+        return 0
+    _print_replay(args, head, out, cx.deviations, verdict=f"replayed trace {target}: same violation")
     return 0
 
 
@@ -823,7 +839,7 @@ def _print_replay(args: argparse.Namespace, head: str, out: Any, deviations: int
         print(json.dumps(doc))
     else:
         print(head)
-        print(out.trace.render())
+        print(out.trace.render(notes=True))
         print(f"=> {violation or 'no violation'}")
         tail = f"{_n(deviations, 'deviation')}, {_n(out.steps, 'step')}, digest {out.trace.digest()[:16]}"
         print(f"{verdict} ({violation}); {tail}" if verdict is not None else tail)

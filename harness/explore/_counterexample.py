@@ -22,7 +22,7 @@ import re
 import stat
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +42,8 @@ from ..sim import (
     run_once,
 )
 from ._scenarios import file_of_module, name_of, portable_ref, split_ref
-from ._story import Story, tell
 from ._scenarios import resolve as resolve_marked
+from ._story import Story, tell
 
 #: trace format versions this harness still replays (1: positional choices only, no plan; 2: no ``defaults``)
 READABLE_VERSIONS = (1, 2, FORMAT_VERSION)
@@ -239,17 +239,21 @@ class Counterexample:
         return f"python -m harness replay {where}"
 
     # --------------------------------------------------------------- replay
-    def replay(self, *, check: bool = True, observer: Callable[[Any, Any], None] | None = None) -> RunOutcome:
+    def replay(
+        self, *, check: bool = True, observer: Callable[[Any, Any], None] | None = None, notes: bool = False
+    ) -> RunOutcome:
         """Run the scenario again under the stored choices.
 
         With ``check``, a run that takes a different path raises
         :class:`ReplayDivergence` naming the first divergent step in words.
         ``observer(world, last_record)`` is called at every scheduling point
         (reports snapshot model state with it); it must not change the run.
+        ``notes=True`` records what happened inside the steps (the same run).
         """
         fn = resolve_scenario(self.scenario)
         chooser: Any = PlanChooser(self.plan) if self.plan is not None else ReplayChooser(self.choices)
-        out = run_once(fn, chooser, params=self.params, limits=self.limits, observer=observer, faults=self.faults)
+        out = run_once(fn, chooser, params=self.params, limits=self.limits, observer=observer, faults=self.faults,
+                       notes=notes)
         if check:
             self._check_same(out)
         return out
@@ -317,25 +321,28 @@ class Counterexample:
 
     # ------------------------------------------------------------- program
     def program(self, *, context: int = 1) -> str:
-        """The minimal step program: every deviation with the steps around it.
+        """The minimal step program: the plan, then the steps of the story's causal slice.
 
         Canonical stretches fold into "... N canonical steps ...", but never a
-        step that carries the story: a deviation, a fault, an action a plan entry
-        names (the held action and what it waits for), or a step on an object the
-        violation names by its whole name (``x`` in "x is 1, expected 2"). Folding
-        those left a reader with "... 4 canonical steps ..." where the bug was.
+        step of the causal slice (:meth:`story`: what wrote what the violated
+        oracle read, back to the plan's entries), a fault, or an action a plan
+        entry names. A hold is said once, in its plan line: the steps it spans
+        carry no "instead of" each (that read as one deviation per step). A
+        counterexample without a plan (positional choices) marks its deviations
+        and keeps ``context`` steps around each.
         """
         params = {**(self.defaults or {}), **self.params}
         lines = [f"scenario {self.scenario}({_fmt_params(params)})"]
         # the plan is what the counterexample *is*; the marked steps below are where it acted
         lines.extend(f"  plan: {e.describe()}" for e in self.plan or ())
         recs = list(self.trace)
-        story = self.story_steps()
+        story = self.story()
+        steps = self.story_steps() | story.causal
         keep: set[int] = set()
         for i, r in enumerate(recs):
-            if r.step in story:
+            if r.step in steps:
                 keep.add(i)
-            if r.choice:
+            if r.choice and self.plan is None:
                 keep.update(range(max(0, i - context), min(len(recs), i + context + 1)))
         keep.update(range(max(0, len(recs) - 2), len(recs)))
         last = -1
@@ -344,9 +351,12 @@ class Counterexample:
                 lines.append(f"      ... {i - last - 1} canonical steps ...")
             elif last < 0 and i > 0:
                 lines.append(f"      ... {i} canonical steps ...")
-            lines.append("  " + recs[i].describe())
+            r = recs[i]
+            if self.plan is not None and r.kind in ("run", "timer", "wait") and r.choice:
+                r = replace(r, choice=0)  # a plan's holds are said once, in the plan lines
+            lines.append("  " + r.describe())
             last = i
-        lines.append(f"  => {self.violation.describe()}")
+        lines.append(f"  {story.verdict}")
         return "\n".join(lines)
 
     def story_steps(self) -> set[int]:
@@ -360,7 +370,7 @@ class Counterexample:
         named: dict[str, bool] = {}
         out: set[int] = set()
         for r in self.trace:
-            if r.choice or r.kind == "fault" or (r.actor, identity_label(r.label), r.key) in idents:
+            if (r.choice and self.plan is None) or r.kind == "fault" or (r.actor, identity_label(r.label), r.key) in idents:
                 out.add(r.step)
             elif r.key is not None:
                 hit = named.get(r.key)
@@ -394,6 +404,9 @@ class Counterexample:
             "trace": self.trace.to_json(),
         }
         out["checksum"] = checksum(out)
+        # for a reader of the file only: load() never reads them back (a replay tells the run afresh), so they
+        # are outside the checksum and nothing in them can reach a replay
+        out["notes"] = self.told().notes_json()
         return out
 
     def save(self, path: str | os.PathLike[str]) -> Path:

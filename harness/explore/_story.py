@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 #: at most this many lines, the plan entries and the violation included
 MAX_LINES = 15
 #: a line is cut here (the full text is in the trace below the story)
-MAX_WIDTH = 240
+MAX_WIDTH = 300
 
 # note kinds and ops that tell the story first (a late delivery's effect, a fault's loss, a model's log line)
 _TELLING = {"relist": 3, "predicate": 2, "watch": 4, "crash": 4, "gc": 3, "log": 5, "step": 4, "list": 2}
@@ -57,6 +57,23 @@ def name_of(ref: str) -> str:
     return ref.split(" ", 1)[1] if " " in ref else ref
 
 
+def names_of(refs: Iterable[str], *, written: bool = False) -> set[str]:
+    """What a slice matches refs by: each ``namespace/name``; a written ``"Kind ns/name"`` also writes ``"Kind *"``.
+
+    A read of a whole kind (``peek_all``, a LIST) is ``"Kind *"``: it depends
+    on every write of that kind, a delete included, which no name would match.
+    """
+    out: set[str] = set()
+    for ref in refs:
+        if ref.endswith(" *"):
+            out.add(ref)
+            continue
+        out.add(name_of(ref))
+        if written and " " in ref:
+            out.add(ref.split(" ", 1)[0] + " *")
+    return out
+
+
 @dataclass(frozen=True)
 class Story:
     """What a counterexample tells: a few lines, plan entries first, the violation last."""
@@ -64,6 +81,10 @@ class Story:
     lines: tuple[str, ...]
     #: the steps the story shows (a report marks them in its timeline)
     steps: frozenset[int]
+    #: every step of the causal slice, shown or not (a step program never folds them)
+    causal: frozenset[int]
+    #: the violation's line: its instant, and the last step before it when time passed
+    verdict: str
     #: whether the notes came from a fresh run (False: the run could not be repeated; steps only)
     told: bool
 
@@ -73,7 +94,7 @@ class Story:
 
 def _reads_writes(note: Note) -> tuple[set[str], set[str]]:
     """Which objects (by name) a note read and which it wrote, from its kind and op."""
-    names = {name_of(k) for k in note.keys}
+    names = names_of(note.keys)
     op = note.field("op")
     if note.kind == "handler" or op == "get" or (note.kind == "gc" and len(names) > 1):
         if note.kind == "gc":  # the collector read the owners and writes the dependent
@@ -82,7 +103,7 @@ def _reads_writes(note: Note) -> tuple[set[str], set[str]]:
         return names, set()
     if op in ("unsatisfied", "expired", "observe"):
         return names, names
-    return set(), names
+    return set(), names | names_of(note.keys, written=True)
 
 
 def _cut(text: str) -> str:
@@ -202,7 +223,7 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
 
     # --- the causal slice, from the oracle back
     v = cx.violation
-    wanted: set[str] = {name_of(k) for k in trace.oracle_reads}
+    wanted: set[str] = names_of(trace.oracle_reads)
     text = f"{v.message}\n{v.name}"
     every = {name_of(k) for r in records if r.key for k in (r.key,)} | {name_of(k) for n in notes for k in n.keys}
     wanted |= {nm for nm in every if nm and _named(text, nm)}
@@ -219,12 +240,15 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
         reads, writes = set(), set()
         fp = trace.footprints.get(r.step)
         if fp is not None:
-            reads |= {name_of(k) for k in fp[0]}
-            writes |= {name_of(k) for k in fp[1]}
+            reads |= names_of(fp[0])
+            writes |= names_of(fp[1], written=True)
         step_notes = by_step.get(r.step, ())
         mine: list[Note] = []
+        memory = _memory_of(r.actor)
         for n in step_notes:
             nr, nw = _reads_writes(n)
+            if n.kind == "handler" and memory is not None:
+                nw = nw | {memory}  # a handler writes its process's memory (a scheduler cache, a controller's map)
             if nw & wanted or (n.kind == "log" and (nr | nw) & wanted) or (n.kind in ("log", "step") and not n.keys):
                 mine.append(n)
                 reads |= nr
@@ -235,6 +259,8 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
             continue
         keep.add(r.step)
         wanted |= reads
+        if memory is not None:
+            wanted.add(memory)  # what the step did may come from what its process remembered
         if r.key and r.kind != "fault":
             wanted.add(name_of(r.key))
         kept_notes[r.step] = mine
@@ -259,6 +285,8 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
                 score = max(score, 3)
             if n.kind == "predicate" and n.field("verdict") == "dropped":
                 score = max(score, 5)
+            if n.kind == "handler" and str(n.field("handler", "")).startswith("OnDelete"):
+                score = max(score, 3)
         rank.append((score, step))
     # the most telling first; among equals, the later (nearer the violation)
     chosen = {s for _, s in sorted(rank, key=lambda t: (-t[0], -t[1]))[:room]}
@@ -283,7 +311,13 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
     if 2 + len(head) > max_lines:  # more entries than lines: the entries, cut, and the violation
         head = [*head[: max_lines - 3], f"... {len(head) - (max_lines - 3)} more plan entries"]
     lines = [title, *head, *body[: max(0, max_lines - 2 - len(head))], tail]
-    return Story(tuple(lines), frozenset(chosen), trace.noted)
+    return Story(tuple(lines), frozenset(chosen), frozenset(keep), tail, trace.noted)
+
+
+def _memory_of(actor: str) -> str | None:
+    """The process memory an actor reads and its handlers write: its name's first segment (not the scenario's)."""
+    head = actor.split("/", 1)[0]
+    return None if head in ("main", "kubelet", "timer", "informer", "scheduler/informer") else f"mem:{head}"
 
 
 def _score_text(text: str, notes: Sequence[Note]) -> int:

@@ -268,8 +268,8 @@ class APIServer:
     def peek_all(self, kind: str) -> builtins.list[KubeObject]:
         """Every stored object of a kind, copied, without a yield point: for oracles only."""
         objects = [o.deepcopy() for o in self._store.get(kind, {}).values()]
-        if self._world.noting:
-            self._world.observed(*(o.ref for o in objects))
+        if self._world.noting:  # the whole kind: a delete is what such a read misses
+            self._world.observed(f"{kind} *", *(o.ref for o in objects))
         return objects
 
     # --------------------------------------------------------------- writes

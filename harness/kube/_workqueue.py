@@ -203,7 +203,7 @@ class WorkQueue(Generic[T]):
                 f"; its waiting entry (due t={waiting.ready_at:.3f}) stays" if waiting else ""), "forget")
         self.rate_limiter.forget(item)
 
-    def _note(self, item: T, text: str, op: str, **fields: float) -> None:
+    def _note(self, item: T, text: str, op: str, **fields: Any) -> None:
         """A note of the queue (``text`` has ``{}`` where the item goes); the item's key ties it to its object."""
         said = describe_item(item)
         key = getattr(item, "key", None) if not isinstance(item, str) else item

@@ -164,13 +164,13 @@ class RaceFixture:
         if result.replayed is not None:
             where = f"report:  {html_path}" if self.settings.writes_reports else f"report:  none ({OPT_REPORT}=DIR to write one)"
             return (
-                f"{result.outcome}\n\ncounterexample:\n{cx.program()}\n\n"
+                f"{result.outcome}\n\n{cx.story()}\n\ncounterexample:\n{cx.program()}\n\n"
                 f"trace:   {result.replayed} (found with seed {cx.seed}, {cx.strategy})\n"
                 f"replay:  {cx.replay_command(result.replayed)}\n"
                 f"         pytest {self.nodeid} {OPT_REPLAY}={result.replayed}\n{where}"
             )
         return (
-            f"{result.outcome}\n\nminimal counterexample:\n{cx.program()}\n\n"
+            f"{result.outcome}\n\n{cx.story()}\n\nminimal counterexample:\n{cx.program()}\n\n"
             f"seed:    {self.seed} (session {OPT_SEED}={self.settings.seed})\n"
             f"replay:  {cx.replay_command(str(json_path))}\n"
             f"         pytest {self.nodeid} {OPT_REPLAY}={json_path}\n"

@@ -206,6 +206,8 @@ def render_counterexample_html(
         "minimal": minimal,
         "proof": proof,
         "program": cx.program(),
+        "story_lines": _story_lines(cx),
+        "story_told": cx.told().noted,
         "json_href": href(json_file, page_dir) if json_file else None,
         "json_name": Path(json_file).name if json_file else None,
         "index_href": href(index_path, page_dir) if index_path is not None else None,
@@ -280,3 +282,15 @@ def slug(text: str) -> str:
     out = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
     return out[:120] or "race"
 
+
+def _story_lines(cx: Counterexample) -> list[dict[str, object]]:
+    """The story's lines for the page: a line that starts with its step ("#17 ...") links to it."""
+    out: list[dict[str, object]] = []
+    for line in cx.story().lines:
+        step = None
+        if line.startswith("#"):
+            head, _, rest = line.partition(" ")
+            if head[1:].isdigit():
+                step, line = int(head[1:]), rest.strip()
+        out.append({"step": step, "text": line})
+    return out
