@@ -22,7 +22,7 @@ import re
 import stat
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from ..sim import (
 )
 from ._scenarios import file_of_module, name_of, portable_ref, split_ref
 from ._scenarios import resolve as resolve_marked
-from ._story import Story, tell
+from ._story import Story, presented, tell
 
 #: trace format versions this harness still replays (1: positional choices only, no plan; 2: no ``defaults``)
 READABLE_VERSIONS = (1, 2, FORMAT_VERSION)
@@ -335,7 +335,8 @@ class Counterexample:
         lines = [f"scenario {self.scenario}({_fmt_params(params)})"]
         # the plan is what the counterexample *is*; the marked steps below are where it acted
         lines.extend(f"  plan: {e.describe()}" for e in self.plan or ())
-        recs = list(self.trace)
+        told = self.told()
+        recs = presented(told, told.notes, plan=self.plan is not None)
         story = self.story()
         steps = self.story_steps() | story.causal
         keep: set[int] = set()
@@ -351,10 +352,7 @@ class Counterexample:
                 lines.append(f"      ... {i - last - 1} canonical steps ...")
             elif last < 0 and i > 0:
                 lines.append(f"      ... {i} canonical steps ...")
-            r = recs[i]
-            if self.plan is not None and r.kind in ("run", "timer", "wait") and r.choice:
-                r = replace(r, choice=0)  # a plan's holds are said once, in the plan lines
-            lines.append("  " + r.describe())
+            lines.append("  " + recs[i].describe())
             last = i
         lines.append(f"  {story.verdict}")
         return "\n".join(lines)

@@ -34,7 +34,7 @@ seconds later is as much the story as the step next door).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..sim import Fault, Hold, Ident, Note, Pick, Record, Trace, identity_label
@@ -128,16 +128,48 @@ def _said(actor: str, label: str) -> str:
     return f"{actor}: {label}"
 
 
-def shown_label(record: Record, notes: Iterable[Note]) -> str:
-    """A step's words: its label, unless a note says the step did something else (a watch broke: nothing delivered)."""
+def presented(records: Iterable[Record], notes: Sequence[Note], *, plan: bool) -> list[Record]:
+    """The records as a reader should see them (never for a replay: records keep the labels they ran with).
+
+    * A step in which a watch broke before its event was sent delivered
+      nothing: it reads as the break and what it lost, not as "deliver ...",
+      so the report's counts count it as what it was.
+    * Under a plan, a hold is one entry: the first step it displaced keeps its
+      "instead of"; the steps after it, displaced by the same hold, read as
+      canonical steps (a 28-step hold was 28 deviations on the page).
+    """
+    records = list(records)
+    # a note made after a fault fired in a step carries the fault's step number: it belongs to the step before
+    owner: dict[int, int] = {}
+    last = 0
+    for r in records:
+        if r.kind in ("run", "timer"):
+            last = r.step
+        owner[r.step] = last if r.kind == "fault" else r.step
+    broke: dict[int, str] = {}
     for n in notes:
-        if n.kind == "step" and n.step == record.step:
-            return f"{_said(record.actor, record.label)} -> {n.text}"
-    return _said(record.actor, record.label)
+        if n.kind == "watch" and n.field("lost") is not None:
+            broke.setdefault(owner.get(n.step, n.step), n.text)
+    nothing = {owner.get(n.step, n.step) for n in notes if n.kind == "step" and n.field("nothing_delivered")}
+    seen: set[str] = set()
+    out: list[Record] = []
+    for r in records:
+        if r.step in nothing:
+            informer = r.label.split(" deliver ", 1)[0]
+            said = broke.get(r.step, "the watch broke before this event was sent")
+            r = replace(r, label=f"{informer} {said} (nothing delivered)", rv=None)
+        if plan and r.choice and r.kind in ("run", "timer", "wait"):
+            held = identity_label(r.instead or "")
+            if held in seen:
+                r = replace(r, choice=0, instead=None)
+            else:
+                seen.add(held)
+        out.append(r)
+    return out
 
 
 def _entry_lines(plan: Sequence[Hold | Fault | Pick], records: Sequence[Record], notes: Sequence[Note],
-                 keep: set[int]) -> list[str]:
+                 keep: set[int], told: set[int]) -> list[str]:
     """One line per plan entry: what it did and where, each hold once ("held: X from #a until #b")."""
     by_ident = _occurrences(records)
     out: list[str] = []
@@ -177,21 +209,22 @@ def _entry_lines(plan: Sequence[Hold | Fault | Pick], records: Sequence[Record],
                 out.append(_cut(f"fault: {at.describe()} (never reached)"))
                 continue
             keep.add(rec.step)
-            lost = [n.text for n in notes if n.step == rec.step - 1 and n.kind in ("watch", "crash")]
-            lost += [n.text for n in notes if n.step == rec.step and n.kind in ("watch", "crash")]
+            told.add(rec.step)
+            lost = [n.text for n in notes if n.step == rec.step and n.kind in ("watch", "crash")]
             tail = f": {'; '.join(dict.fromkeys(lost))}" if lost else ""
-            out.append(_cut(f"fault at #{rec.step} (t={rec.time:.3f}): {rec.actor}: {identity_label(rec.label)}{tail}"))
+            out.append(_cut(f"fault at #{rec.step} (t={rec.time:.3f}): {_said(rec.actor, identity_label(rec.label))}{tail}"))
         else:
             rec = next((r for r in records if r.kind == "choose" and r.actor == e.at.actor
                         and r.label == e.at.label), None)
             where = f" at #{rec.step}" if rec is not None else ""
             if rec is not None:
                 keep.add(rec.step)
+                told.add(rec.step)
             out.append(_cut(f"picked{where}: {e.at.actor}: {e.at.label} -> option {e.value}"))
     return out
 
 
-def _positional_lines(records: Sequence[Record], keep: set[int]) -> list[str]:
+def _positional_lines(records: Sequence[Record], keep: set[int], told: set[int]) -> list[str]:
     """Without a plan: one line per stretch of deviations of one displaced action (a hold, shown once)."""
     out: list[str] = []
     spans: dict[str, list[Record]] = {}
@@ -200,6 +233,7 @@ def _positional_lines(records: Sequence[Record], keep: set[int]) -> list[str]:
             spans.setdefault(identity_label(r.instead or ""), []).append(r)
         elif r.kind in ("fault", "choose") and r.choice:
             keep.add(r.step)
+            told.add(r.step)
             out.append(_cut(f"{r.kind} at #{r.step} (t={r.time:.3f}): {r.actor}: {identity_label(r.label)}"))
     for held, rs in spans.items():
         keep.add(rs[0].step)
@@ -212,13 +246,15 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
     """The story of ``cx`` from ``trace`` (default: :meth:`Counterexample.told`), in at most ``max_lines`` lines."""
     if trace is None:
         trace = cx.told()
-    records = [r for r in trace if r.step <= cx.violation.step or r.kind == "fault"]
     notes = [n for n in trace.notes if n.step <= cx.violation.step]
+    records = [r for r in presented(trace, notes, plan=cx.plan is not None) if r.step <= cx.violation.step]
     by_step: dict[int, list[Note]] = {}
     for n in notes:
         by_step.setdefault(n.step, []).append(n)
     keep: set[int] = set()
-    head = _entry_lines(cx.plan, records, notes, keep) if cx.plan is not None else _positional_lines(records, keep)
+    told: set[int] = set()  # steps a plan line tells already (a fault, a pick): no line of their own below
+    head = (_entry_lines(cx.plan, records, notes, keep, told) if cx.plan is not None
+            else _positional_lines(records, keep, told))
     fixed = set(keep)
 
     # --- the causal slice, from the oracle back
@@ -242,6 +278,9 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
         if fp is not None:
             reads |= names_of(fp[0])
             writes |= names_of(fp[1], written=True)
+        elif r.key and r.kind != "fault":  # a model's own step on a key: it may read and write it
+            reads.add(name_of(r.key))
+            writes.add(name_of(r.key))
         step_notes = by_step.get(r.step, ())
         mine: list[Note] = []
         memory = _memory_of(r.actor)
@@ -276,8 +315,11 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
     # --- the most telling steps that fit
     room = max(1, max_lines - len(head) - 2)
     rank: list[tuple[int, int]] = []
+    rec_of = {r.step: r for r in records}
     for step in keep:
         ns = kept_notes.get(step, by_step.get(step, []) if step in fixed else [])
+        if step in told or (not ns and step not in fixed and rec_of[step].label.startswith("response ")):
+            continue  # said by its plan line; a response that noted nothing says nothing new
         score = 10 if step in fixed else 0
         for n in ns:
             score = max(score, _TELLING.get(n.kind, 1), _TELLING_OPS.get(str(n.field("op")), 0))
@@ -290,7 +332,6 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
         rank.append((score, step))
     # the most telling first; among equals, the later (nearer the violation)
     chosen = {s for _, s in sorted(rank, key=lambda t: (-t[0], -t[1]))[:room]}
-    rec_of = {r.step: r for r in records}
     body: list[str] = []
     for step in sorted(chosen):
         at = rec_of.get(step)
@@ -298,14 +339,14 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
             continue
         r = at
         ns = kept_notes.get(step) or (by_step.get(step, []) if step in fixed else [])
-        words = shown_label(r, by_step.get(step, ()))
+        words = _said(r.actor, r.label)
         texts = list(dict.fromkeys(n.text for n in ns if n.kind != "step"))
         while len(texts) > 1 and len("; ".join(texts)) + len(words) > MAX_WIDTH - 20:
             # the least telling note goes first (a Forget, a get: the next line shows what they led to)
             texts.remove(min(texts, key=lambda t: _score_text(t, ns)))
         said = "; ".join(texts)
         body.append(_cut(f"#{r.step:<4} t={r.time:.3f}  {words}" + (f": {said}" if said else "")))
-    skipped = len(keep) - len(chosen)
+    skipped = len(rank) - len(chosen)
     title = (f"story: {len(cx.plan) if cx.plan is not None else cx.trace.deviations} deviation(s), "
              f"{len(keep)} causal step(s) of {trace.steps}" + (f" ({skipped} more in the trace)" if skipped else ""))
     if 2 + len(head) > max_lines:  # more entries than lines: the entries, cut, and the violation

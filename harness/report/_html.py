@@ -26,6 +26,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ..explore import Counterexample
+from ..explore._story import presented
 from ..sim import VERDICTS
 from ._chart import draw
 from ._files import atomic_write_text
@@ -143,7 +144,8 @@ def render_counterexample_html(
         state = capture_states(cx)
     page_dir = Path(page_path).parent if page_path is not None else Path.cwd()
     json_file = str(json_path) if json_path is not None else cx.path
-    records = list(cx.trace)
+    told = cx.told()
+    records = presented(told, told.notes, plan=cx.plan is not None)
     v = cx.violation
     actors = lanes_of(records)
     devs = deviations(records, actors)

@@ -116,7 +116,8 @@ def test_hold_is_shown_once() -> None:
     holds = [e for e in cx.plan if isinstance(e, h.Hold)]
     assert holds
     program = cx.program()
-    assert "instead of" not in program, program
+    # the first step a hold displaced says so; the steps after it do not repeat it
+    assert program.count("instead of") <= len(holds), program
     story = cx.story()
     held = [x for x in story.lines if x.startswith("held: ")]
     assert len(held) == len(holds), story

@@ -124,7 +124,8 @@ def test_failure_shows_program_seed_replay_and_report(ptr: pytest.Pytester) -> N
     result.assert_outcomes(passed=3, failed=2)
     text = result.stdout.str()
     assert "race-harness: seed=11 (--race-seed=11 to repeat)" in text
-    assert "minimal counterexample:" in text and "<- choice" in text and "=> oracle violated" in text
+    assert "minimal counterexample:" in text and "<- choice" in text and "=> at t=" in text
+    assert "story: 1 deviation(s)" in text and "held: " in text  # the story comes first
     seed = re.search(r"seed:    (\d+) \(session --race-seed=11\)", text)
     assert seed is not None
     assert re.search(r"replay:  python -m harness replay \S+test_races.py-test_buggy_fails.json", text)
