@@ -33,6 +33,7 @@ seconds later is as much the story as the step next door).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -41,6 +42,8 @@ from ..sim import Fault, Hold, Ident, Note, Pick, Record, Trace, identity_label
 
 if TYPE_CHECKING:
     from ._counterexample import Counterexample
+
+_NUMBER = re.compile(r"\d+(\.\d+)?")
 
 #: at most this many lines, the plan entries and the violation included
 MAX_LINES = 15
@@ -304,6 +307,14 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
             wanted.add(name_of(r.key))
         kept_notes[r.step] = mine
 
+    if not keep - fixed:
+        # the oracle read nothing the kube layer saw (a metric, the model's memory): the last steps that
+        # noted something are where it broke
+        for r in reversed(records):
+            if r.kind in ("run", "timer") and by_step.get(r.step) and len(keep) < 2 * MAX_LINES:
+                keep.add(r.step)
+                kept_notes[r.step] = by_step[r.step]
+
     # --- the violation line, at its instant
     last_rec = next((r for r in reversed(records) if r.step <= v.step and r.kind in ("run", "timer")), None)
     if last_rec is not None and v.time > last_rec.time + 1e-9:
@@ -314,38 +325,39 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
 
     # --- the most telling steps that fit
     room = max(1, max_lines - len(head) - 2)
-    rank: list[tuple[int, int]] = []
     rec_of = {r.step: r for r in records}
+    lines_of: dict[int, str] = {}
+    scores: dict[int, int] = {}
     for step in keep:
         ns = kept_notes.get(step, by_step.get(step, []) if step in fixed else [])
         if step in told or (not ns and step not in fixed and rec_of[step].label.startswith("response ")):
             continue  # said by its plan line; a response that noted nothing says nothing new
         score = 10 if step in fixed else 0
         for n in ns:
+            if n.kind in ("list", "relist") and not n.field("relist"):
+                continue  # the first LIST of an informer is how every run starts
             score = max(score, _TELLING.get(n.kind, 1), _TELLING_OPS.get(str(n.field("op")), 0))
-            if n.kind == "write" and (n.field("code") or n.field("event") == "DELETED"):
-                score = max(score, 3)
+            if n.kind == "write":  # a commit is what the others then see; a delete or an error more so
+                score = max(score, 3 if n.field("code") or n.field("event") == "DELETED" else 2)
             if n.kind == "predicate" and n.field("verdict") == "dropped":
                 score = max(score, 5)
             if n.kind == "handler" and str(n.field("handler", "")).startswith("OnDelete"):
                 score = max(score, 3)
-        rank.append((score, step))
+        scores[step] = score
+        lines_of[step] = _line(rec_of[step], ns)
+    # a step repeated (a retry loop, a backoff doubling) is told by its first and its last occurrence
+    shapes: dict[str, list[int]] = {}
+    for step in sorted(lines_of):
+        shapes.setdefault(_NUMBER.sub("N", lines_of[step].split("  ", 1)[1]), []).append(step)
+    for same in shapes.values():
+        for step in same[1:-1]:
+            scores[step] = -1
+        if len(same) > 2:
+            lines_of[same[-1]] += f" (the same as #{same[0]}, {len(same) - 2} time(s) between)"
+    rank = [(score, step) for step, score in scores.items() if score >= 0]
     # the most telling first; among equals, the later (nearer the violation)
     chosen = {s for _, s in sorted(rank, key=lambda t: (-t[0], -t[1]))[:room]}
-    body: list[str] = []
-    for step in sorted(chosen):
-        at = rec_of.get(step)
-        if at is None:
-            continue
-        r = at
-        ns = kept_notes.get(step) or (by_step.get(step, []) if step in fixed else [])
-        words = _said(r.actor, r.label)
-        texts = list(dict.fromkeys(n.text for n in ns if n.kind != "step"))
-        while len(texts) > 1 and len("; ".join(texts)) + len(words) > MAX_WIDTH - 20:
-            # the least telling note goes first (a Forget, a get: the next line shows what they led to)
-            texts.remove(min(texts, key=lambda t: _score_text(t, ns)))
-        said = "; ".join(texts)
-        body.append(_cut(f"#{r.step:<4} t={r.time:.3f}  {words}" + (f": {said}" if said else "")))
+    body = [_cut(lines_of[step]) for step in sorted(chosen)]
     skipped = len(rank) - len(chosen)
     title = (f"story: {len(cx.plan) if cx.plan is not None else cx.trace.deviations} deviation(s), "
              f"{len(keep)} causal step(s) of {trace.steps}" + (f" ({skipped} more in the trace)" if skipped else ""))
@@ -353,6 +365,17 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
         head = [*head[: max_lines - 3], f"... {len(head) - (max_lines - 3)} more plan entries"]
     lines = [title, *head, *body[: max(0, max_lines - 2 - len(head))], tail]
     return Story(tuple(lines), frozenset(chosen), frozenset(keep), tail, trace.noted)
+
+
+def _line(r: Record, ns: Sequence[Note]) -> str:
+    """One step of the story: its words, then what it noted (the least telling notes give way to fit)."""
+    words = _said(r.actor, r.label)
+    texts = list(dict.fromkeys(n.text for n in ns if n.kind != "step"))
+    while len(texts) > 1 and len("; ".join(texts)) + len(words) > MAX_WIDTH - 40:
+        # the least telling note goes first (a Forget, a get: the next line shows what they led to)
+        texts.remove(min(texts, key=lambda t: _score_text(t, ns)))
+    said = "; ".join(texts)
+    return f"#{r.step:<4} t={r.time:.3f}  {words}" + (f": {said}" if said else "")
 
 
 def _memory_of(actor: str) -> str | None:
@@ -371,6 +394,4 @@ def _score_text(text: str, notes: Sequence[Note]) -> int:
 
 def _named(text: str, name: str) -> bool:
     """Whether ``text`` names ``name`` as a whole (``test-a`` is not named by ``test-a/wl1``)."""
-    import re
-
     return bool(name) and re.search(r"(?<![\w./-])" + re.escape(name) + r"(?![\w/-]|\.\w)", text) is not None

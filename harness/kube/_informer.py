@@ -813,7 +813,7 @@ class Informer:
                     world.note(
                         f"relist synthesises Delete {obj.key} (DeletedFinalStateUnknown: missing from the LIST; "
                         f"last seen rv={obj.obj.resource_version})", kind="relist", key=obj.obj.ref, event="Delete",
-                        rv=obj.obj.resource_version,
+                        rv=obj.obj.resource_version, relist=True,
                     )
                     world.observed(obj.obj.ref, write=True)
                 self._store.pop(obj.key, None)
@@ -827,8 +827,10 @@ class Informer:
                     tail = "" if old is None else (
                         f" (cache had rv={old.resource_version})" if event == "Update" else
                         " (the cache has this rv: a sync, only handlers with a resync period hear of it)")
-                    world.note(f"relist synthesises {event} {obj.key} rv={obj.resource_version}{tail}", kind="relist",
-                               key=obj.ref, event=event, rv=obj.resource_version)
+                    again = self.relists > 1
+                    world.note(f"{'relist synthesises' if again else 'LIST adds'} {event} {obj.key} "
+                               f"rv={obj.resource_version}{tail}", kind="relist", key=obj.ref, event=event,
+                               rv=obj.resource_version, relist=again)
                     world.observed(obj.ref, write=True)
                 self._upsert(obj)
 
