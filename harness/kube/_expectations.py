@@ -177,6 +177,10 @@ class ControllerExpectations:
         if entry is not None:
             entry.add -= add
             entry.delete -= delete
+            if self._world.noting:
+                self._world.note(f"{key} observed {add} creation(s) and {delete} deletion(s); still expects "
+                                 f"(add, del) = ({entry.add}, {entry.delete})", kind="expectation", key=key,
+                                 op="observe", add=entry.add, delete=entry.delete)
 
     def creation_observed(self, key: str) -> None:
         self.lower_expectations(key, 1, 0)
@@ -192,6 +196,9 @@ class ControllerExpectations:
         if entry.add <= 0 and entry.delete <= 0:
             return True
         expired = self._world.now - entry.timestamp > self.timeout
+        if not expired and self._world.noting:
+            self._world.note(f"{key} expectations unsatisfied (add, del) = ({entry.add}, {entry.delete}): the sync "
+                             "waits for them", kind="expectation", key=key, op="unsatisfied")
         if expired and self._world.noting:
             self._world.note(f"{key} expectations expired after {self.timeout:g} s (still {entry.add} add, "
                              f"{entry.delete} delete): the controller syncs anyway", kind="expectation", key=key,
@@ -203,4 +210,6 @@ class ControllerExpectations:
         return None if entry is None else (entry.add, entry.delete)
 
     def delete_expectations(self, key: str) -> None:
+        if self._world.noting and key in self._entries:
+            self._world.note(f"{key} expectations deleted", kind="expectation", key=key, op="delete")
         self._entries.pop(key, None)

@@ -1,0 +1,62 @@
+"""Issue 25: the story of every registered race, of the example and of the guide's model is pinned word for word.
+
+Each story is what a reviewer reads first (the hunt prints it, the pytest failure and the HTML page open with
+it): at most 15 lines, the deviations first, then the Kubernetes events of the causal slice, then the violation
+at its virtual time. The expected texts live in ``tests/races/stories/``; after a deliberate change to a model
+or to how stories are told, regenerate them with ``RACE_HARNESS_UPDATE_STORIES=1 python -m pytest
+tests/races/test_stories.py`` and read the diff before committing it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import harness as h
+from examples.replicaset_recreate import scenario as replicaset_recreate
+from races import REGISTRY
+
+STORIES = Path(__file__).parent / "stories"
+UPDATE = os.environ.get("RACE_HARNESS_UPDATE_STORIES") == "1"
+
+
+def _cases() -> list[tuple[str, Any, dict[str, Any], str, int, str | None]]:
+    """(file stem, scenario, params, strategy, budget, faults) of every story that is pinned."""
+    out: list[tuple[str, Any, dict[str, Any], str, int, str | None]] = []
+    for name, race in REGISTRY.items():
+        faults = None if race.faults == "default" else race.faults
+        for fixed in (False, True) if race.known_open else (False,):
+            variant = "fixed" if fixed else "buggy"
+            out.append((f"{name}-{variant}", race.scenario, {**race.params, "fixed": fixed}, race.strategy,
+                        race.budget, faults))
+    out.append(("example-replicaset_recreate-buggy", replicaset_recreate, {"fixed": False}, "portfolio", 300, None))
+    out.append(("guide-replicaset_recreate-issue-flow", replicaset_recreate, {"fixed": False}, "portfolio", 300,
+                "none"))
+    return out
+
+
+def test_story_of_every_registered_race_is_pinned() -> None:
+    stale: list[str] = []
+    for stem, scenario, params, strategy, budget, faults in _cases():
+        result = h.explore(scenario, strategy=strategy, budget=budget, seed=0, faults=faults, **params)
+        cx = result.counterexample
+        assert cx is not None, f"{stem}: {result.outcome}"
+        story = cx.story()
+        lines = list(story.lines)
+        assert len(lines) <= 15, f"{stem}: {len(lines)} lines\n{story}"
+        assert story.told, f"{stem}: the run could not be told again with notes"
+        # in order: the title, one line per deviation, the events, the violation at its virtual time
+        assert lines[0].startswith(f"story: {cx.deviations} deviation(s)"), story
+        entries = lines[1 : 1 + cx.deviations]
+        assert all(x.startswith(("held: ", "fault at #", "picked", "fault: ")) for x in entries), story
+        assert lines[-1].startswith("=> at t=") and cx.violation.message[:60] in lines[-1], story
+        assert any(x.startswith("#") for x in lines[1 + cx.deviations : -1]), f"{stem}: no event\n{story}"
+        path = STORIES / f"{stem}.txt"
+        text = str(story) + "\n"
+        if UPDATE:
+            path.write_text(text)
+        elif not path.exists() or path.read_text() != text:
+            stale.append(f"--- {stem} (expected {path.name}) ---\n{path.read_text() if path.exists() else '(none)'}"
+                         f"--- got ---\n{text}")
+    assert not stale, "stories changed:\n" + "\n".join(stale)
