@@ -210,6 +210,8 @@ def render_counterexample_html(
         "program": cx.program(),
         "story_lines": _story_lines(cx),
         "story_told": cx.told().noted,
+        # an oracle that broke because time passed: the badge says the instant, not the step before it
+        "vlate": v.time if vrec is not None and v.time > vrec.time + 1e-9 else None,
         "json_href": href(json_file, page_dir) if json_file else None,
         "json_name": Path(json_file).name if json_file else None,
         "index_href": href(index_path, page_dir) if index_path is not None else None,

@@ -100,6 +100,18 @@ def test_time_passing_violation_is_placed_at_its_instant() -> None:
     assert "(no step ran since #4 at t=0.800)" in cx.program().splitlines()[-1]
 
 
+def test_report_opens_with_the_story_and_marks_the_instant(tmp_path: Path) -> None:
+    from harness.report import write_counterexample_html
+
+    cx = _found(late_expiry)
+    page = write_counterexample_html(cx, tmp_path / "late.html", title="late expiry").read_text()
+    assert page.index('id="story"') < page.index('id="summary"') < page.index('id="timeline"')
+    assert "lease holder went quiet" in page
+    assert "Turned false at t=35.000 s, with no step running" in page
+    assert "violation at t=35.000: time passed after this step" in page  # the badge, on the last step before it
+    assert "Detected right after" not in page
+
+
 def test_story_is_a_causal_slice_not_a_name_match() -> None:
     cx = _found(quiet_delete)
     assert "cs-a" not in cx.violation.message  # the oracle names no object
