@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .sim import Hold as Hold
     from .sim import Ident as Ident
     from .sim import Limits as Limits
+    from .sim import Note as Note
     from .sim import Lock as Lock
     from .sim import Pick as Pick
     from .sim import Queue as Queue
@@ -88,6 +89,7 @@ _LAZY: dict[str, str] = {
     "Ident": "sim",
     "Event": "sim",
     "Limits": "sim",
+    "Note": "sim",
     "Lock": "sim",
     "Queue": "sim",
     "Record": "sim",
@@ -145,6 +147,6 @@ __all__ = [
     "Trace", "TraceFileError", "UsageError", "Violation", "World", "explore", "run_once",
     "RaceMachine", "rule", "invariant", "precondition", "integers", "sampled_from", "booleans",
     "Race", "scenario",
-    "Portfolio", "Canonical", "Hold", "Fault", "Pick", "Ident",
+    "Portfolio", "Canonical", "Hold", "Fault", "Pick", "Ident", "Note",
     "write_counterexample_html", "write_index",
 ]

@@ -465,6 +465,10 @@ class APIServer:
             "ambiguous_write", f"{verb} {ref} commits, but its response is lost (timeout)", key=ref,
             default=self._ambiguous,
         ):
+            if self._world.noting:
+                self._world.note(f"{verb} {ref} committed rv={out.resource_version}, but its response is lost: the "
+                                 "caller sees a timeout", kind="write", key=ref, verb=verb, outcome="ambiguous",
+                                 rv=out.resource_version)
             raise self._error(verb, kind, ServerTimeout.of(verb, kind), ref)
         return out
 
