@@ -486,6 +486,7 @@ def _hunt_one(
                        report=html_file.name)  # the page beside the trace
         if unproved:
             cx.meta["minimality"] = "not proved minimal (interrupted)"
+        _copy_scenario_file(cx, out_dir / f"{stem}.py", label)
         try:
             cx.save(json_file)
             json_path = str(json_file)
@@ -547,6 +548,36 @@ def _hunt_one(
             for line in cx.story().lines:  # the story under each counterexample: what Kubernetes did
                 console.print(f"    {line}", markup=False, highlight=False, soft_wrap=True)
     return entry, failed
+
+
+def _copy_scenario_file(cx: Any, copy: Path, label: str) -> None:
+    """A file-based scenario is copied next to its trace, which then names the copy and its SHA-256.
+
+    The report folder is then self-contained: copied elsewhere (a CI artifact),
+    its traces still replay, and a replay runs exactly the file that was hunted
+    (the trace's checksum covers the copy's SHA-256). A scenario of an installed
+    module or a registered race is named by its module, as before.
+    """
+    import hashlib
+
+    from .explore._counterexample import _NAMED, resolve_scenario
+    from .explore._scenarios import is_file_ref
+    from .report import atomic_write_text
+
+    where, _, qualname = cx.scenario.rpartition(":")
+    if not is_file_ref(where):
+        return
+    try:
+        text = Path(where).read_bytes().decode("utf-8")
+        atomic_write_text(copy, text)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"warning: could not copy {where} next to the trace of {label} ({_one_line(exc)}); the trace names "
+              "the original file", file=sys.stderr)
+        return
+    ref = f"{copy.resolve().as_posix()}:{qualname}"
+    _NAMED[ref] = resolve_scenario(cx.scenario)  # this process keeps running the function it already loaded
+    cx.scenario = ref
+    cx.scenario_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 # ----------------------------------------------------------------------------- hunt --cluster
