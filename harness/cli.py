@@ -29,6 +29,7 @@ from typing import Any, NoReturn
 from ._errors import HarnessError, ReplayDivergence, TraceFileError, UsageError
 from ._interrupt import EXIT_INTERRUPTED, sigint_requests_stop, stop_requested
 from ._options import FAULT_KINDS
+from ._terminal import printable
 
 PROG = "python -m harness"
 
@@ -99,6 +100,11 @@ def _parser() -> _Parser:
     h.add_argument(
         "--variant", choices=("buggy", "fixed", "both"), default=None,
         help="fixed=False, fixed=True or both (default: both for a race, the scenario as is otherwise)",
+    )
+    h.add_argument(
+        "--expect", choices=("violation", "clean"), default=None,
+        help="what the run promises: a violation (a buggy variant, a positive control) or clean (a fixed variant, a "
+        "negative control); default: violation for --variant buggy, clean for --variant fixed, nothing otherwise",
     )
     _add_param(h)
     h.add_argument("--strategy", default=None, help="portfolio, random, pct[:DEPTH], hypothesis, exhaustive[:K], "
@@ -261,13 +267,20 @@ class _Target:
     strategy: str | None = None
     faults: str | None = None  # a registered race's own fault kinds
     params_by_variant: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: what each variant's search promises: "violation", "clean" or None (nothing)
+    expect_by_variant: dict[str, str | None] = field(default_factory=dict)
+    #: the --param values given on the command line, shown with every result
+    given: dict[str, Any] = field(default_factory=dict)
 
 
-def _resolve_targets(names: Sequence[str], variant: str | None, param_items: Sequence[str], *, live: bool) -> list[_Target]:
+def _resolve_targets(
+    names: Sequence[str], variant: str | None, param_items: Sequence[str], *, live: bool, expect: str | None = None
+) -> list[_Target]:
     """Resolve every TARGET before anything runs: a typo is exit 2, never a half-done hunt."""
-    from .explore._scenarios import check_params, parse_params, resolve
+    from .explore._scenarios import check_params, parse_params, raw_params, resolve
 
     params = parse_params(param_items)
+    typed = raw_params(param_items)
     if "fixed" in params and variant is not None:
         raise UsageError("give either --variant or --param fixed=..., not both")
     targets = []
@@ -291,7 +304,8 @@ def _resolve_targets(names: Sequence[str], variant: str | None, param_items: Seq
             fn = resolve(name, error=UsageError, source="the command line")
             variants = [""] if variant is None else ["buggy", "fixed"] if variant == "both" else [variant]
             t = _Target(name, fn, dict(params), variants)
-        check_params(t.scenario, t.params, name)
+        t.params = check_params(t.scenario, t.params, name, typed)
+        t.given = {k: t.params[k] for k in params}
         for v in t.variants:
             p = dict(t.params) if not v else {**t.params, "fixed": v == "fixed"}
             if v and t.race is None:
@@ -300,12 +314,22 @@ def _resolve_targets(names: Sequence[str], variant: str | None, param_items: Seq
                 except UsageError as exc:
                     raise UsageError(f"{exc}; --variant {v} means --param fixed={str(v == 'fixed').lower()}") from None
             t.params_by_variant[v] = p
+            promise = "violation" if v == "buggy" else "clean" if v == "fixed" else None
+            if t.known_open and v == "fixed":
+                promise = "violation"  # the upstream fix still fails: listed, not hidden
+            t.expect_by_variant[v] = expect or promise
         targets.append(t)
     return targets
 
 
 def _label(t: _Target, variant: str) -> str:
-    return f"{t.name} ({variant})" if variant else t.name
+    shown = f"{t.name} [{_fmt_given(t.given)}]" if t.given else t.name
+    return f"{shown} ({variant})" if variant else shown
+
+
+def _fmt_given(params: dict[str, Any]) -> str:
+    """``drops=false, name=web``: the --param values as they are typed."""
+    return ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in params.items())
 
 
 # ----------------------------------------------------------------------------- hunt
@@ -313,8 +337,10 @@ def _check_report_dir(text: str) -> Path:
     """The report folder exists or can be made, is a folder and is writable -- checked before any search."""
     from .report import ensure_report_dir
 
-    path = Path(text)
     fix = "name a folder you can write to (it is created if missing), e.g. --report-dir reports"
+    if not text.strip():
+        raise UsageError(f"--report-dir is empty; {fix}")
+    path = Path(text)
     if path.exists() and not path.is_dir():
         raise UsageError(f"--report-dir {text}: is a file, not a folder; {fix}")
     try:
@@ -367,7 +393,7 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
             "no races are registered: install the project (pip install -e .) so the race_harness.races entry "
             "points are read, or name a scenario as package.module:function or path/to/file.py:function"
         )
-    targets = _resolve_targets(names, args.variant, args.param, live=False)
+    targets = _resolve_targets(names, args.variant, args.param, live=False, expect=args.expect)
     out_dir = _check_report_dir(args.report_dir)
     if cluster is not None:
         return _hunt_on_cluster(args, cluster, targets, budget, out_dir, kept)
@@ -377,7 +403,7 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
         from rich.console import Console
 
         # piped or in CI: rich would assume 80 columns and truncate race names
-        console = Console() if sys.stdout.isatty() else Console(width=110)
+        console = Console() if sys.stdout.isatty() else Console(width=130)
     live = _LiveProgress(console) if console is not None and console.is_terminal else None
     entries: list[Any] = []
     interrupted = False
@@ -515,12 +541,14 @@ def _hunt_one(
                 html_path = str(html_file)
             except Exception as exc:
                 print(f"warning: could not write the HTML report for {label}: {_one_line(exc)}", file=sys.stderr)
+    expect = t.expect_by_variant.get(variant)
+    broken = _model_error(cx, t.params_by_variant[variant], expect) if cx is not None else None
     entry = ReportEntry(
         name=t.name,
         variant=variant,
-        verdict=result.verdict,
-        outcome=result.outcome,
-        found=cx is not None,
+        verdict="model-error" if broken else result.verdict,
+        outcome=f"{broken}; {result.outcome}" if broken else result.outcome,
+        found=cx is not None and broken is None,
         runs=result.runs,
         seconds=result.seconds,
         deviations=cx.deviations if cx else None,
@@ -530,8 +558,16 @@ def _hunt_one(
         json_path=json_path,
         html_path=html_path,
         seed=args.seed,
+        expect=expect,
+        params=dict(t.given),
+        violation_kind=cx.violation.kind if cx is not None else None,
+        found_at_run=result.first_found_run,
+        found_after_s=result.first_found_seconds,
+        shrink_runs=result.shrink_runs,
+        proof_runs=result.proof_runs,
+        model_error=broken,
     )
-    outcome = result.outcome
+    outcome = entry.outcome
     if unproved and "not proved minimal" not in outcome:
         outcome += "; not proved minimal (interrupted)"
     if args.json:
@@ -539,15 +575,30 @@ def _hunt_one(
     elif console is not None:
         if result.verdict == "interrupted":
             mark = "interrupted"
-        elif not variant and not t.known_open:
+        elif broken:
+            mark = "MODEL ERROR"
+        elif expect is None:
             mark = "found" if cx is not None else "clean"
         else:
             mark = "ok" if entry.expected else "UNEXPECTED"
-        console.print(f"[{mark}] {label}: {outcome}", markup=False, highlight=False, soft_wrap=True)
-        if cx is not None and result.verdict != "interrupted":
+        console.print(f"[{mark}] {printable(label)}: {printable(outcome)}", markup=False, highlight=False,
+                      soft_wrap=True)
+        if cx is not None and result.verdict != "interrupted" and not broken:
             for line in cx.story().lines:  # the story under each counterexample: what Kubernetes did
                 console.print(f"    {line}", markup=False, highlight=False, soft_wrap=True)
     return entry, failed
+
+
+def _model_error(cx: Any, params: dict[str, Any], expect: str | None) -> str | None:
+    """A broken model, not the race: the scenario's own actor raised, or both variants raise alike under one plan."""
+    from ._verdicts import both_variants_raise, model_error
+
+    own = model_error(cx.violation)
+    if own is not None:
+        return f"model error: {own}"
+    if expect == "violation":  # the variant that should fail: does the other one fail the same way?
+        return both_variants_raise(cx, params)
+    return None
 
 
 def _copy_scenario_file(cx: Any, copy: Path, label: str) -> None:
@@ -606,7 +657,7 @@ def _hunt_on_cluster(
     if not args.json:
         from rich.console import Console
 
-        console = Console() if sys.stdout.isatty() else Console(width=110)
+        console = Console() if sys.stdout.isatty() else Console(width=130)
     searches, order = [], []
     for t in targets:
         for variant in t.variants:
@@ -721,6 +772,15 @@ def _json_line(e: Any, cx: Any) -> dict[str, Any]:
         "found": e.found,
         "verdict": e.verdict,
         "expected": e.expected,
+        "expect": e.expect,
+        "params": e.params,
+        "violation_kind": e.violation_kind,
+        "model_error": e.model_error,
+        # time to find (search only), then what the shrink and the minimality proof took; runs/seconds: total
+        "found_at_run": e.found_at_run,
+        "found_after_s": None if e.found_after_s is None else round(e.found_after_s, 3),
+        "shrink_runs": e.shrink_runs,
+        "proof_runs": e.proof_runs,
         "runs": e.runs,
         "seconds": round(e.seconds, 3),
         "deviations": e.deviations,

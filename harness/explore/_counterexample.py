@@ -503,8 +503,10 @@ class Counterexample:
             raise TraceFileError(f"{p}: {exc}. {hint}") from None
         if where.endswith(".py") or "/" in where or "\\" in where:  # a file, stored relative to the trace's folder
             file = (p.parent / where).resolve()
-            _check_scenario_file(p, where, file, cx.scenario_sha256, hint)
-            cx.scenario = f"{file.as_posix()}:{qualname}"
+            ref = f"{file.as_posix()}:{qualname}"
+            if ref not in _NAMED:  # a scenario this process named itself (a hunt's own shards) is not the file's say
+                _check_scenario_file(p, where, file, cx.scenario_sha256, hint)
+            cx.scenario = ref
         return cx
 
     @classmethod

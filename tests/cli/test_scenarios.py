@@ -46,7 +46,9 @@ def test_hunt_a_file_outside_the_project_then_replay_it_in_a_new_process(tmp_pat
     (tmp_path / "models" / "mine.py").write_text(LOST_UPDATE)
     _hunt_then_replay_elsewhere("models/mine.py:lost_update", tmp_path, "--param", "warm=2")
     saved = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
-    assert saved["scenario"] == "../models/mine.py:lost_update"  # relative to the trace's folder
+    # the hunt copied the file next to its trace (issue 26 item 7), named relative to the trace's folder
+    assert saved["scenario"] == "models-mine-lost_update.py:lost_update"
+    assert (tmp_path / "out" / "models-mine-lost_update.py").read_text() == LOST_UPDATE
     assert saved["params"] == {"warm": 2}  # --param values are JSON when they parse
 
 
@@ -152,8 +154,11 @@ def test_a_trace_saved_from_a_script_names_its_file_and_replays(tmp_path: Path) 
     subprocess.run([sys.executable, "scripts/mine.py", "out/mine.json"], cwd=tmp_path, check=True)
     saved = json.loads((tmp_path / "out" / "mine.json").read_text())
     assert saved["scenario"] == "../scripts/mine.py:lost_update"  # never __main__
-    replay = run_cli("replay", str(tmp_path / "out" / "mine.json"), "--json", cwd=ROOT)
+    replay = run_cli("replay", str(tmp_path / "out" / "mine.json"), "--json", cwd=tmp_path)
     assert replay.returncode == 0, replay.stderr
+    # from a folder that holds neither the trace nor the script, the file is outside what a trace may name
+    refused = run_cli("replay", str(tmp_path / "out" / "mine.json"), cwd=ROOT)
+    assert refused.returncode == 2 and "lies outside the trace's folder" in refused.stderr
     assert json.loads(replay.stdout)["digest"] == saved["digest"]
 
 
