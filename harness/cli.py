@@ -231,7 +231,8 @@ def _caused_by_interrupt(exc: BaseException) -> bool:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
+    """An error in one line, with any control character from a trace file escaped (see harness/_terminal.py)."""
+    return printable(" ".join(str(exc).split()))
 
 
 def _registered() -> dict[str, Any]:
@@ -585,7 +586,7 @@ def _hunt_one(
                       soft_wrap=True)
         if cx is not None and result.verdict != "interrupted" and not broken:
             for line in cx.story().lines:  # the story under each counterexample: what Kubernetes did
-                console.print(f"    {line}", markup=False, highlight=False, soft_wrap=True)
+                console.print(printable(f"    {line}"), markup=False, highlight=False, soft_wrap=True)
     return entry, failed
 
 
@@ -704,7 +705,7 @@ def _save_other(cx: Any, out_dir: Path, entry: Any, sig: str, kept: _Kept, conso
         return False
     kept.traces.append(str(path))
     if console is not None:
-        console.print(f"    another failure of {entry.name}: {cx.violation.describe()}; trace {path}",
+        console.print(printable(f"    another failure of {entry.name}: {cx.violation.describe()}; trace {path}"),
                       markup=False, highlight=False)
     return True
 
@@ -713,11 +714,11 @@ def _print_facts(cx: Any, label: str) -> None:
     """Everything needed to replay a counterexample that could not be saved, on stderr: nothing is lost."""
     params = " ".join(f"--param {k}={json.dumps(v)}" for k, v in cx.params.items())
     choices = ",".join(str(c) for c in cx.choices)
-    print(
+    print(printable(
         f"the counterexample of {label}, so that nothing is lost: scenario {cx.scenario}, params "
         f"{json.dumps(cx.params, sort_keys=True, default=repr)}, seed {cx.seed}, strategy {cx.strategy}, "
         f"choices [{choices}]; violation: {cx.violation.describe()}. Replay it with: "
-        f"{PROG} replay {cx.scenario} {params} --choices {choices or '0'}".replace("  ", " "),
+        f"{PROG} replay {cx.scenario} {params} --choices {choices or '0'}".replace("  ", " ")),
         file=sys.stderr,
     )
 
@@ -882,22 +883,21 @@ def _replay(args: argparse.Namespace) -> int:
     if getattr(args, "story", False) and not args.json:
         from .explore._story import tell
 
-        print(head)
-        print(tell(cx, out.trace))
-        print(f"replayed trace {target}: same violation; {_n(cx.deviations, 'deviation')}, {_n(out.steps, 'step')}, "
-              f"digest {out.trace.digest()[:16]}")
+        print(printable(head))
+        print(printable(tell(cx, out.trace)))
+        print(printable(f"replayed trace {target}: same violation; {_n(cx.deviations, 'deviation')}, "
+                        f"{_n(out.steps, 'step')}, digest {out.trace.digest()[:16]}"))
         return 0
     _print_replay(args, head, out, cx.deviations, verdict=f"replayed trace {target}: same violation")
     return 0
 
 
 def _replay_scenario(args: argparse.Namespace) -> int:
-    from .explore._scenarios import check_params, parse_params, resolve
+    from .explore._scenarios import check_params, parse_params, raw_params, resolve
     from .sim import ReplayChooser, run_once
 
     fn = resolve(args.file, error=UsageError, source="the command line")
-    params = parse_params(args.param)
-    check_params(fn, params, args.file)
+    params = check_params(fn, parse_params(args.param), args.file, raw_params(args.param))
     text = (args.choices or "").replace(" ", "")
     try:
         choices = [int(c) for c in text.split(",")] if text else []
@@ -929,11 +929,12 @@ def _print_replay(args: argparse.Namespace, head: str, out: Any, deviations: int
             doc["replayed"] = verdict
         print(json.dumps(doc))
     else:
-        print(head)
-        print(out.trace.render(notes=True))
-        print(f"=> {violation or 'no violation'}")
+        # a trace file is untrusted: its labels, parameters and messages never reach the terminal raw
+        print(printable(head))
+        print(printable(out.trace.render(notes=True)))
+        print(printable(f"=> {violation or 'no violation'}"))
         tail = f"{_n(deviations, 'deviation')}, {_n(out.steps, 'step')}, digest {out.trace.digest()[:16]}"
-        print(f"{verdict} ({violation}); {tail}" if verdict is not None else tail)
+        print(printable(f"{verdict} ({violation}); {tail}" if verdict is not None else tail))
 
 
 def _fmt(params: dict[str, Any]) -> str:

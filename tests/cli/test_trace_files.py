@@ -272,3 +272,32 @@ def test_trace_cannot_name_a_file_outside_its_folder_or_cwd(tmp_path: Path) -> N
     # the same file under the current folder is allowed (a checkout replaying its own traces)
     proc = run_cli("replay", str(forged), cwd=outside)
     assert proc.returncode in (0, 1) and ran.exists(), proc.stderr
+
+
+def test_trace_text_is_printed_without_control_characters(tmp_path: Path) -> None:
+    """Issue 29 item 4: a forged label (OSC 52 writes the clipboard, CSI 2J clears the screen) is printed escaped."""
+    from cli_support import run_cli
+
+    from harness.sim import Trace
+
+    trace, _ = _hunt_file(tmp_path)
+    raw = json.loads(trace.read_text())
+    evil = "\x1b]52;c;ZXZpbA==\x07\x1b[2J\x9b31m"
+    raw["trace"][2]["label"] += evil
+    raw["violation"]["message"] += evil
+    raw["meta"]["race"] = evil
+    raw["digest"] = Trace.from_json(raw["trace"]).digest()
+    raw["checksum"] = checksum(raw)
+    forged = trace.parent / "forged.json"
+    forged.write_text(json.dumps(raw))
+    proc = run_cli("replay", str(forged), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr  # the forged label is not what the model does: a divergence
+    text = proc.stdout + proc.stderr
+    assert "\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\x9b31m" in text, text
+    assert not any(ord(c) < 32 and c not in "\n\t" or 0x7F <= ord(c) <= 0x9F for c in text)
+    # a forged scenario reference is refused, and its name is escaped too
+    raw["scenario"] = "evil\x1b[2J.py:f"
+    raw["checksum"] = checksum(raw)
+    forged.write_text(json.dumps(raw))
+    proc = run_cli("replay", str(forged), cwd=tmp_path)
+    assert proc.returncode == 2 and "evil\\x1b[2J.py" in proc.stderr and "\x1b" not in proc.stderr
