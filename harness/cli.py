@@ -12,6 +12,7 @@ Exit codes, the same for every command::
     1    it is not (or a replay diverged, or the reports could not be written)
     2    bad usage or a bad input file; nothing was searched
     130  interrupted (Ctrl-C): what was found is saved first; a second Ctrl-C stops at once
+    143  terminated (SIGTERM): as 130
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ._errors import HarnessError, ReplayDivergence, TraceFileError, UsageError
-from ._interrupt import EXIT_INTERRUPTED, sigint_requests_stop, stop_requested
+from ._interrupt import EXIT_INTERRUPTED, exit_status, sigint_requests_stop, stop_requested, stop_signal_name
 from ._options import FAULT_KINDS
 from ._terminal import printable
 
@@ -43,7 +44,8 @@ _EXIT_CODES = {
         "  1    some search did not, or a report file could not be written (the finding is printed)\n"
         "  2    bad usage: unknown race or scenario, bad --param, --budget, --strategy or --report-dir, or a\n"
         "       --cluster that cannot be reached\n"
-        "  130  interrupted: the counterexamples found so far and the index are written first"
+        "  130  interrupted: the counterexamples found so far and the index are written first\n"
+        "  143  SIGTERM (timeout, kill, a cancelled CI job): as 130, the summary and --json lines printed too"
     ),
     "replay": (
         "exit codes:\n"
@@ -456,13 +458,14 @@ def _hunt_end(
             some = "" if len(kept.traces) == 1 else f"{len(kept.unproved)} of them "
             unproved = f", {some}not proved minimal (interrupted)"
         print(
-            f"interrupted: kept {_n(len(kept.traces), 'counterexample')}"
+            f"interrupted{' by SIGTERM' if stop_signal_name() == 'SIGTERM' else ''}: "
+            f"kept {_n(len(kept.traces), 'counterexample')}"
             f"{' (' + ', '.join(kept.traces) + ')' if kept.traces else ''}{unproved}; "
             + (f"the index of {_n(len(entries), 'search', 'searches')} of {planned} is {kept.index}"
                if kept.index else "no index could be written"),
             file=sys.stderr,
         )
-        return EXIT_INTERRUPTED
+        return exit_status()
     ok = all(e.expected for e in entries) and len(entries) == planned and not write_failed
     return 0 if ok else 1
 

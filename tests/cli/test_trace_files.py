@@ -294,7 +294,7 @@ def test_trace_text_is_printed_without_control_characters(tmp_path: Path) -> Non
     assert proc.returncode == 1, proc.stderr  # the forged label is not what the model does: a divergence
     text = proc.stdout + proc.stderr
     assert "\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\x9b31m" in text, text
-    assert not any(ord(c) < 32 and c not in "\n\t" or 0x7F <= ord(c) <= 0x9F for c in text)
+    assert not any((ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F for c in text)
     # a forged scenario reference is refused, and its name is escaped too
     raw["scenario"] = "evil\x1b[2J.py:f"
     raw["checksum"] = checksum(raw)
