@@ -106,3 +106,17 @@ def sigint_requests_stop(second: Callable[[], str] | None = None) -> Iterator[No
             signal.signal(signal.SIGINT, previous)
             signal.signal(signal.SIGTERM, previous_term)
             _requested = False
+
+
+def end_of_startup() -> None:
+    """Python's own Ctrl-C again (KeyboardInterrupt), for the commands that handle it themselves.
+
+    ``python -m harness`` imports the package, then its ``__main__``, then the
+    CLI's modules: a Ctrl-C in those first tens of milliseconds raised
+    KeyboardInterrupt inside some import and printed its traceback, so the
+    package's first lines install a handler that exits with one line and 130
+    (143 for SIGTERM) while ``sys.argv[0]`` is still ``-m``; this removes it.
+    """
+    if getattr(signal.getsignal(signal.SIGINT), "__name__", "") == "_startup_interrupt":
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)

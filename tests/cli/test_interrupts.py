@@ -222,3 +222,22 @@ def test_sigterm_from_outside_keeps_findings(tmp_path: Path) -> None:
     [rec] = json_lines(out)
     assert rec["verdict"] == "interrupted" and "Traceback" not in err
     assert (tmp_path / "r" / "index.html").is_file()
+
+
+def test_ctrl_c_during_start_up_is_one_line_without_traceback(tmp_path: Path) -> None:
+    """Issue 29 item 7: once the package starts importing, Ctrl-C exits 130 with one line, never a traceback from
+    the imports. (Before the package's first line Python itself is starting: runpy and site print their own.)"""
+    for delay in (0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness", "hunt", "kruise_imagepulljob", "--variant", "buggy",
+             "--report-dir", str(tmp_path / "r")],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        ours = [line for line in err.splitlines() if "File " in line and "/harness/" in line]
+        assert not ours, (delay, err)  # no traceback through any module of the harness
+        if "Traceback" not in err:
+            assert proc.returncode in (0, 130, -signal.SIGINT), (delay, err)
+            assert len(err.strip().splitlines()) <= 1, (delay, err)
