@@ -85,7 +85,7 @@ def test_readme_quoted_outputs_are_current(tmp_path: Path) -> None:
                      + "\n  ".join(printed))
         if UPDATE:
             new = block.splitlines()
-            for (i, old), line in zip(lines, printed, strict=False):
+            for (i, _old), line in zip(lines, printed, strict=False):
                 new[i] = "# " + (line if not line.lstrip().startswith("scenario ") else
                                  re.sub(r"scenario \S+:", "scenario /path/to/lost_update.py:", line))
             _update(block, "\n".join(new))
