@@ -22,8 +22,8 @@ import pytest
 from cli_support import ROOT, assert_one_clean_error, json_lines, run_main
 
 from harness import _cluster, _interrupt
-from harness.cli import _hunt as cli_hunt
 from harness._shards import derive_seed, shard_seed, split_runs
+from harness.cli import _hunt as cli_hunt
 
 distributed = pytest.importorskip("distributed", reason="the cluster tests need pip install -e '.[test]' (dask)")
 
