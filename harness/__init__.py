@@ -65,8 +65,8 @@ if TYPE_CHECKING:
     from .sim import Hold as Hold
     from .sim import Ident as Ident
     from .sim import Limits as Limits
-    from .sim import Note as Note
     from .sim import Lock as Lock
+    from .sim import Note as Note
     from .sim import Pick as Pick
     from .sim import Queue as Queue
     from .sim import Record as Record

@@ -113,6 +113,11 @@ class RaceFixture:
              ("race_session_seed", str(s.seed)), ("race_verdict", result.verdict)]
         )
         self._attach(result, expect)
+        from .._verdicts import model_error
+
+        broken = model_error(result.counterexample.violation) if result.counterexample is not None else None
+        if broken is not None:  # the scenario's own code raised: the model never ran, whatever was expected
+            pytest.fail(f"model error: {broken}\n\n{self._failure_text(result)}", pytrace=False)
         if expect == "clean" and result.counterexample is not None:
             pytest.fail(self._failure_text(result), pytrace=False)
         if expect == "violation" and result.counterexample is None:

@@ -343,3 +343,21 @@ def test_known_open_hunt_shards_do_not_flake(ptr: pytest.Pytester) -> None:
         a = json.loads((ptr.path / "one" / name).read_text())
         b = json.loads((ptr.path / "two" / name).read_text())
         assert a["digest"] == b["digest"] and a["choices"] == b["choices"]
+
+
+def test_a_scenario_that_raises_in_its_setup_fails_as_a_model_error(ptr: pytest.Pytester) -> None:
+    """Issue 29 item 1 in the plugin: expect='violation' is not met by the scenario's own exception."""
+    ptr.makepyfile(test_races="""
+import harness as h
+
+@h.scenario
+async def broken(world, *, fixed: bool = False):
+    await world.step("setup")
+    raise TypeError("a parameter of the wrong type")
+
+def test_buggy(race):
+    race.explore(broken, expect="violation", budget=5, fixed=False)
+""")
+    result = ptr.runpytest("-p", "no:randomly", "--race-report=out")
+    result.assert_outcomes(failed=1)
+    assert "model error: the scenario raised TypeError at" in result.stdout.str()
