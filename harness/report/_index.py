@@ -84,6 +84,8 @@ _VERDICT_WORDS = {
 def verdict_words(entry: ReportEntry) -> str:
     """The verdict for a person; a known-open case says so."""
     words = _VERDICT_WORDS.get(entry.verdict, entry.verdict)
+    if entry.found and entry.violation_kind == "actor-raised":
+        words = "exception found (an actor raised)"  # a panic in a controller, apart from an oracle violation
     if entry.known_open and entry.found:
         words += " — known open upstream"
     return words
