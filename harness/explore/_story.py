@@ -175,7 +175,7 @@ def _entry_lines(plan: Sequence[Hold | Fault | Pick], records: Sequence[Record],
                  keep: set[int], told: set[int]) -> list[str]:
     """One line per plan entry: what it did and where, each hold once ("held: X from #a until #b")."""
     by_ident = _occurrences(records)
-    out: list[str] = []
+    out: list[tuple[int, str]] = []  # (the step it acts at, its line): told in the order they happened
     for e in plan:
         if isinstance(e, Hold):
             what = e.what
@@ -203,19 +203,21 @@ def _entry_lines(plan: Sequence[Hold | Fault | Pick], records: Sequence[Record],
                 late = "; it never ran"
             if isinstance(e.until, Ident) and (u := by_ident.get(tuple(e.until))) is not None:  # type: ignore[arg-type]
                 keep.add(u.step)
-            out.append(_cut(f"held: {said} {start}{until}{late}"))
+            when = first.step if first is not None else ran.step if ran is not None else 1 << 30
+            out.append((when, _cut(f"held: {said} {start}{until}{late}")))
         elif isinstance(e, Fault):
             at = e.at
             rec = next((r for r in records if r.kind == "fault" and r.actor == at.actor
                         and identity_label(r.label) == identity_label(at.label) and r.key == at.key), None)
             if rec is None:
-                out.append(_cut(f"fault: {at.describe()} (never reached)"))
+                out.append((1 << 30, _cut(f"fault: {at.describe()} (never reached)")))
                 continue
             keep.add(rec.step)
             told.add(rec.step)
             lost = [n.text for n in notes if n.step == rec.step and n.kind in ("watch", "crash")]
             tail = f": {'; '.join(dict.fromkeys(lost))}" if lost else ""
-            out.append(_cut(f"fault at #{rec.step} (t={rec.time:.3f}): {_said(rec.actor, identity_label(rec.label))}{tail}"))
+            out.append((rec.step, _cut(f"fault at #{rec.step} (t={rec.time:.3f}): "
+                                       f"{_said(rec.actor, identity_label(rec.label))}{tail}")))
         else:
             rec = next((r for r in records if r.kind == "choose" and r.actor == e.at.actor
                         and r.label == e.at.label), None)
@@ -223,8 +225,9 @@ def _entry_lines(plan: Sequence[Hold | Fault | Pick], records: Sequence[Record],
             if rec is not None:
                 keep.add(rec.step)
                 told.add(rec.step)
-            out.append(_cut(f"picked{where}: {e.at.actor}: {e.at.label} -> option {e.value}"))
-    return out
+            out.append((rec.step if rec is not None else 1 << 30,
+                        _cut(f"picked{where}: {e.at.actor}: {e.at.label} -> option {e.value}")))
+    return [line for _, line in sorted(out, key=lambda t: t[0])]
 
 
 def _positional_lines(records: Sequence[Record], keep: set[int], told: set[int]) -> list[str]:
