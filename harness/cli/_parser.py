@@ -39,9 +39,11 @@ _EXIT_CODES = {
     "list": "exit codes:\n  0    listed\n  2    bad usage",
 }
 
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
 
 def _parser() -> _Parser:
     from .. import __version__
@@ -147,6 +149,7 @@ def _parser() -> _Parser:
         "to the violation, and its virtual time) instead of every step",
     )
     return p
+
 
 def _add_param(p: argparse.ArgumentParser, note: str = "") -> None:
     p.add_argument(
