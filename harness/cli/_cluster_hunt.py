@@ -41,7 +41,7 @@ def _hunt_on_cluster(
     if not args.json:
         from rich.console import Console
 
-        console = Console() if sys.stdout.isatty() else Console(width=130)
+        console = Console() if sys.stdout.isatty() else Console(width=140)
     searches, order = [], []
     for t in targets:
         for variant in t.variants:

@@ -90,7 +90,7 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
         from rich.console import Console
 
         # piped or in CI: rich would assume 80 columns and truncate race names
-        console = Console() if sys.stdout.isatty() else Console(width=130)
+        console = Console() if sys.stdout.isatty() else Console(width=140)
     live = _LiveProgress(console) if console is not None and console.is_terminal else None
     entries: list[Any] = []
     interrupted = False
