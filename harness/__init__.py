@@ -19,8 +19,21 @@ fast; type checkers see the same names through the ``TYPE_CHECKING`` imports.
 
 from __future__ import annotations
 
-import importlib
 import sys
+
+if sys.argv[:1] == ["-m"]:  # `python -m harness` is importing its package: Ctrl-C now is one line and 130
+    import os as _os
+    import signal as _signal
+
+    def _startup_interrupt(signum: int, frame: object) -> None:
+        """Until ``harness.__main__`` hands over (``_interrupt.end_of_startup``): no traceback from an import."""
+        _os.write(2, b"python -m harness: interrupted while starting; nothing was done\n")
+        _os._exit(143 if signum == _signal.SIGTERM else 130)
+
+    _signal.signal(_signal.SIGINT, _startup_interrupt)  # first thing, before any import of ours
+    _signal.signal(_signal.SIGTERM, _startup_interrupt)
+
+import importlib
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -52,8 +65,8 @@ if TYPE_CHECKING:
     from .sim import Hold as Hold
     from .sim import Ident as Ident
     from .sim import Limits as Limits
-    from .sim import Note as Note
     from .sim import Lock as Lock
+    from .sim import Note as Note
     from .sim import Pick as Pick
     from .sim import Queue as Queue
     from .sim import Record as Record

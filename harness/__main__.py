@@ -7,6 +7,7 @@ try:
     from .cli import main
 
     _interrupt.keep_until_exit()  # this process ends with the command: no window for a late Ctrl-C traceback
+    _interrupt.end_of_startup()  # the imports are done: main() handles Ctrl-C from here
     code = main()
     # Python's shutdown puts SIGINT back to the default action, so a Ctrl-C then would kill the process
     # by signal; everything is written by now, so ignore it (an ignored signal stays ignored at shutdown).

@@ -10,6 +10,10 @@ and the CLI saves it. A second Ctrl-C ends the process at once with exit 130:
 every file the harness writes goes through a temporary file and a rename, so
 nothing already written is ever half-written.
 
+SIGTERM (``timeout``, ``kill``, a CI job cancelled) is handled the same way:
+the findings are kept, the summary and the JSON lines are printed, and the
+process exits with 143 (128 + 15) instead of 130.
+
 Rejected: restricting KeyboardInterrupt to Trio checkpoints (Trio's
 ``restrict_keyboard_interrupt_to_checkpoints``) -- the scheduler's hand-offs
 are checkpoints too, so a run could still stop half-way and lose its trace.
@@ -26,9 +30,23 @@ from types import FrameType
 
 _requested = False
 _keep_installed = False
+#: the signal that asked to stop (SIGINT or SIGTERM), for the exit status
+_signal = signal.SIGINT
 
 #: the exit status of a process ended by SIGINT (128 + 2), as shells report it
 EXIT_INTERRUPTED = 130
+#: the exit status of a process ended by SIGTERM (128 + 15)
+EXIT_TERMINATED = 143
+
+
+def exit_status() -> int:
+    """130 after Ctrl-C, 143 after SIGTERM: what a shell reports for a process that signal ended."""
+    return EXIT_TERMINATED if _signal == signal.SIGTERM else EXIT_INTERRUPTED
+
+
+def stop_signal_name() -> str:
+    """``"Ctrl-C"`` or ``"SIGTERM"``: what asked this process to stop, in the words of its one line."""
+    return "SIGTERM" if _signal == signal.SIGTERM else "Ctrl-C"
 
 
 def stop_requested() -> bool:
@@ -55,30 +73,50 @@ def request_stop() -> None:
 
 @contextmanager
 def sigint_requests_stop(second: Callable[[], str] | None = None) -> Iterator[None]:
-    """Within the block the first SIGINT calls :func:`request_stop`; the second exits with 130 at once.
+    """Within the block the first SIGINT or SIGTERM calls :func:`request_stop`; the second exits at once
+    (130 after SIGINT, 143 after SIGTERM).
 
     ``second()`` returns the line printed (on stderr) before that exit. Outside
     the main thread signals cannot be handled, and the block changes nothing.
     """
-    global _requested
+    global _requested, _signal
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        global _signal
         if _requested:
             line = second() if second is not None else "interrupted again: stopped at once"
             try:
                 os.write(2, (line.rstrip("\n") + "\n").encode("utf-8", "replace"))
             finally:
-                os._exit(EXIT_INTERRUPTED)
+                os._exit(EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED)
+        _signal = signal.Signals(signum)
         request_stop()
 
     previous = signal.signal(signal.SIGINT, handler)
+    previous_term = signal.signal(signal.SIGTERM, handler)
     _requested = False
+    _signal = signal.SIGINT
     try:
         yield
     finally:
         if not _keep_installed:
             signal.signal(signal.SIGINT, previous)
+            signal.signal(signal.SIGTERM, previous_term)
             _requested = False
+
+
+def end_of_startup() -> None:
+    """Python's own Ctrl-C again (KeyboardInterrupt), for the commands that handle it themselves.
+
+    ``python -m harness`` imports the package, then its ``__main__``, then the
+    CLI's modules: a Ctrl-C in those first tens of milliseconds raised
+    KeyboardInterrupt inside some import and printed its traceback, so the
+    package's first lines install a handler that exits with one line and 130
+    (143 for SIGTERM) while ``sys.argv[0]`` is still ``-m``; this removes it.
+    """
+    if getattr(signal.getsignal(signal.SIGINT), "__name__", "") == "_startup_interrupt":
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -95,7 +95,9 @@ def parse_fault_spec(value: str | list[str] | tuple[str, ...]) -> frozenset[str]
     """
     if isinstance(value, str):
         text = value.strip()
-        if text in ("", "default"):
+        if not text:  # an empty --faults would silently mean "default" and switch off a race's own kinds
+            raise UsageError(f"fault kinds {value!r} are empty: use {FAULT_FORMS}")
+        if text == "default":
             return None
         if text == "all":
             return frozenset({"*"})

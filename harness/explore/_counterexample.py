@@ -63,6 +63,10 @@ SIGNED_FIELDS = (
 #: what versions 1 and 2 signed: they had no ``defaults``, and their checksums must still verify
 _SIGNED_BEFORE_3 = tuple(f for f in SIGNED_FIELDS if f != "defaults")
 
+#: signed when the file holds it (traces written before it existed still verify): the SHA-256 of the scenario
+#: file a hunt copied next to the trace, so a replay of the copy runs exactly what was hunted
+SCENARIO_SHA256 = "scenario_sha256"
+
 #: trace files larger than this are refused unread (a 200,000-step trace, the default limit, is ~40 MB)
 MAX_TRACE_BYTES = 128 * 2**20
 
@@ -75,6 +79,8 @@ def checksum(raw: Mapping[str, Any]) -> str:
     """
     old = isinstance(raw.get("version"), int) and raw.get("version") in (1, 2)
     signed = {k: raw.get(k) for k in (_SIGNED_BEFORE_3 if old else SIGNED_FIELDS)}
+    if SCENARIO_SHA256 in raw:
+        signed[SCENARIO_SHA256] = raw[SCENARIO_SHA256]
     return hashlib.sha256(json.dumps(signed, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 Scenario = Callable[..., Awaitable[object]]
@@ -172,6 +178,8 @@ class Counterexample:
     #: the scenario's parameters left to their defaults, with the values they had when the run was recorded
     #: (None: a trace of format 1 or 2, which did not record them)
     defaults: dict[str, Any] | None = None
+    #: the SHA-256 of the scenario file the trace names, when a hunt copied it next to the trace (None: not copied)
+    scenario_sha256: str | None = None
 
     def told(self) -> Trace:
         """This run once more with notes (what the kube layer and the model noted inside each step), cached.
@@ -401,6 +409,8 @@ class Counterexample:
             "digest": self.digest(),
             "trace": self.trace.to_json(),
         }
+        if self.scenario_sha256 is not None:
+            out[SCENARIO_SHA256] = self.scenario_sha256
         out["checksum"] = checksum(out)
         # for a reader of the file only: load() never reads them back (a replay tells the run afresh), so they
         # are outside the checksum and nothing in them can reach a replay
@@ -479,6 +489,7 @@ class Counterexample:
                 faults=None if raw.get("faults") is None else frozenset(str(k) for k in raw["faults"]),
                 proof=str(raw.get("proof") or ""),
                 defaults=None if raw.get("defaults") is None else dict(raw["defaults"]),
+                scenario_sha256=None if raw.get(SCENARIO_SHA256) is None else str(raw[SCENARIO_SHA256]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise TraceFileError(f"{p} is missing or has a malformed field ({type(exc).__name__}: {exc}). {hint}") from None
@@ -491,7 +502,11 @@ class Counterexample:
         except TraceFileError as exc:
             raise TraceFileError(f"{p}: {exc}. {hint}") from None
         if where.endswith(".py") or "/" in where or "\\" in where:  # a file, stored relative to the trace's folder
-            cx.scenario = f"{(p.parent / where).resolve().as_posix()}:{qualname}"
+            file = (p.parent / where).resolve()
+            ref = f"{file.as_posix()}:{qualname}"
+            if ref not in _NAMED:  # a scenario this process named itself (a hunt's own shards) is not the file's say
+                _check_scenario_file(p, where, file, cx.scenario_sha256, hint)
+            cx.scenario = ref
         return cx
 
     @classmethod
@@ -513,6 +528,34 @@ class Counterexample:
         return cls(
             ref, dict(params), _trim(out.choices), out.trace, out.violation, strategy, seed, limits,
             plan=plan, faults=faults, defaults=None if fn is None else scenario_defaults(fn, params),
+        )
+
+
+def _check_scenario_file(p: Path, where: str, file: Path, sha256: str | None, hint: str) -> None:
+    """A trace may name only a file under its own folder or the current one, and the very file it was hunted with.
+
+    The trace is untrusted: without this rule it could run any marked ``.py`` on
+    the disk by absolute path or ``../``. A hunt copies the scenario file next to
+    its trace (so a copied report folder replays), and records the copy's SHA-256.
+    """
+    allowed = [p.parent.resolve(), Path.cwd().resolve()]
+    if not any(file.is_relative_to(folder) for folder in allowed):
+        raise TraceFileError(
+            f"{p} names the scenario file {where!r} ({file}), which lies outside the trace's folder "
+            f"({allowed[0]}) and the current folder, so it was not read: a trace may name a file under one of "
+            "those, an installed module or a registered race. Copy the scenario file next to the trace, or replay "
+            "from a folder that holds it."
+        )
+    if sha256 is None or not file.is_file():
+        return  # a missing file is refused by the replay, with its own words
+    try:
+        now = hashlib.sha256(file.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise TraceFileError(f"{p}: the scenario file {file} cannot be read ({exc.strerror or exc}). {hint}") from None
+    if now != sha256:
+        raise TraceFileError(
+            f"{p} was hunted with another version of {file.name}: the file's SHA-256 is not the one the trace "
+            f"recorded, so a replay would not run what was hunted. Restore the file, or re-run the hunt. {hint}"
         )
 
 

@@ -220,6 +220,9 @@ class Result:
     #: the run that first failed and the seconds until then (search only, before shrinking)
     first_found_run: int | None = None
     first_found_seconds: float | None = None
+    #: runs the shrinker and the minimality proof took after the search found it (None: nothing found or shrunk)
+    shrink_runs: int | None = None
+    proof_runs: int | None = None
     notes: list[str] = field(default_factory=list)
     #: the portfolio member (or strategy) whose run first failed
     found_by: str | None = None
@@ -318,6 +321,8 @@ class _Minimum:
     plan: tuple[Entry, ...] | None  # None: positional only (the plan did not reproduce the run)
     proved: bool | None = None
     proof: str = ""
+    #: the runner's run count when the shrinker ended (the rest, up to the end of minimize, is the proof)
+    shrunk_at: int | None = None
 
 
 def to_plan(runner: _Runner, out: RunOutcome) -> tuple[RunOutcome, tuple[Entry, ...]] | None:
@@ -438,8 +443,9 @@ def minimize(
         out, plan = written
     if shrink:
         out, plan = shrink_plan(runner, out, plan)
+    shrunk_at = runner.runs
     if not prove:
-        return _Minimum(out, plan, None, "minimality not checked")
+        return _Minimum(out, plan, None, "minimality not checked", shrunk_at=shrunk_at)
     target = out.violation
     assert target is not None
     k = len(plan)
@@ -451,19 +457,20 @@ def minimize(
         runner.absorb(sub)
     if search.found is not None:
         found_out, found_plan = search.found
-        return _Minimum(found_out, found_plan, True, "proved minimal")
+        return _Minimum(found_out, found_plan, True, "proved minimal", shrunk_at=shrunk_at)
     covered = search.complete_levels
     if covered >= k - 1:
-        return _Minimum(out, plan, True, "proved minimal")
+        return _Minimum(out, plan, True, "proved minimal", shrunk_at=shrunk_at)
     what = "interrupted" if sub.interrupted else f"stopped after {sub.runs:,} runs"
     if covered < 0:
-        return _Minimum(out, plan, None, f"not proved minimal: nothing covered ({what})")
+        return _Minimum(out, plan, None, f"not proved minimal: nothing covered ({what})", shrunk_at=shrunk_at)
     return _Minimum(
         out,
         plan,
         None,
         f"not proved minimal: no counterexample with <= {covered} {_plural(covered, 'deviation')}; "
         f"{covered + 1} not covered: {what}",
+        shrunk_at=shrunk_at,
     )
 
 
@@ -554,14 +561,18 @@ def explore(
     first_found_run = runner.first_failure[0] if found is not None and runner.first_failure else None
     first_found_seconds = runner.first_failure[1] if found is not None and runner.first_failure else None
     cx: Counterexample | None = None
+    shrink_runs: int | None = None
+    proof_runs: int | None = None
     notes: list[str] = [early_note] if early_note else []
     if found is not None:
         best = _Minimum(found, found_plan, None, "not proved minimal (interrupted)")
         if isinstance(strat, (Exhaustive, Canonical)) and found_plan is not None:
             best = _Minimum(found, found_plan, True, "proved minimal")
+            shrink_runs = proof_runs = 0  # the referee's first failing plan is its own minimum
         elif isinstance(strat, Replay):
             best = _Minimum(found, found_plan, strat.proved, strat.proof or "not proved minimal (a replay)")
         elif not runner.interrupted and not isinstance(strat, Replay):
+            searched = runner.runs
             try:
                 best = minimize(
                     runner,
@@ -573,6 +584,8 @@ def explore(
                 )
             except KeyboardInterrupt:
                 runner.interrupted = True
+            shrunk = best.shrunk_at if best.shrunk_at is not None else runner.runs
+            shrink_runs, proof_runs = shrunk - searched, runner.runs - shrunk
         cx = Counterexample.from_outcome(
             ref, params, best.out, strategy=strat.describe(), seed=seed, limits=limits, plan=best.plan, faults=kinds
         )
@@ -605,6 +618,8 @@ def explore(
         pct_bound=pct_bound,
         first_found_run=first_found_run,
         first_found_seconds=first_found_seconds,
+        shrink_runs=shrink_runs,
+        proof_runs=proof_runs,
         notes=notes,
         found_by=found_by,
         space=runner.space(),

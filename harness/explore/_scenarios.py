@@ -29,6 +29,7 @@ user types by the same rules, so whatever ``hunt`` accepts, ``replay`` accepts.
 from __future__ import annotations
 
 import ast
+import difflib
 import hashlib
 import importlib
 import importlib.util
@@ -220,84 +221,187 @@ def is_marked(obj: Any) -> bool:
     return any(r.scenario is obj or (inspect.ismethod(obj) and r.scenario == obj) for r in registered_races().values())
 
 
-def _is_mark_expr(node: ast.expr) -> bool:
-    if isinstance(node, ast.Call):
-        node = node.func
-    return (isinstance(node, ast.Name) and node.id == "scenario") or (
-        isinstance(node, ast.Attribute) and node.attr == "scenario"
-    )
+#: where ``scenario`` and ``RaceMachine`` may come from: a decorator counts only if it resolves to one of these
+_MARK_TARGETS = frozenset({"harness.scenario", "harness.explore.scenario", "harness.explore._scenarios.scenario"})
+_MACHINE_TARGETS = frozenset(
+    {"harness.RaceMachine", "harness.stateful.RaceMachine", "harness.stateful._machine.RaceMachine"}
+)
 
 
-def _base_name(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Subscript):  # Generic[...] and the like
-        node = node.value
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
+class _Names:
+    """What each module-level name is bound to, read from the source: imports, definitions, anything else.
 
+    A decorator counts as the mark only when *every* binding of its name in the
+    module is an import that resolves to :func:`scenario` (``from harness import
+    scenario``, ``import harness as h`` + ``@h.scenario``). A look-alike
+    (``scenario = lambda f: f``), a name rebound anywhere at module level or
+    through ``global``, or any ``from x import *`` (which could rebind anything)
+    makes it unresolvable, and the file is refused before it runs.
+    """
 
-def _definitions(body: list[ast.stmt]) -> dict[str, ast.stmt]:
-    """The last definition of each name at one level (what the name is bound to once the body ran)."""
-    out: dict[str, ast.stmt] = {}
-    for node in body:
+    def __init__(self, tree: ast.Module) -> None:
+        self.binds: dict[str, list[str | None]] = {}
+        self.star = False
+        self.defined: dict[str, ast.stmt] = {}
+        for stmt in tree.body:
+            self._visit(stmt)
+
+    def _add(self, name: str, target: str | None) -> None:
+        self.binds.setdefault(name, []).append(target)
+
+    def _visit(self, node: ast.AST) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out[node.name] = node
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
+            self._add(node.name, None)
+            self.defined[node.name] = node
+            for sub in ast.walk(node):  # a function may rebind a module name with `global`
+                if isinstance(sub, ast.Global):
+                    for g in sub.names:
+                        self._add(g, None)
+            return
+        if isinstance(node, ast.Lambda):
+            return
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                top = a.name.partition(".")[0]
+                self._add(a.asname or top, a.name if a.asname else top)
+            return
+        if isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            for a in node.names:
+                if a.name == "*":
+                    self.star = True
+                else:
+                    self._add(a.asname or a.name, f"{base}.{a.name}" if node.level == 0 else None)
+            return
+        if isinstance(node, ast.comprehension):  # its target is local to the comprehension
+            for sub in (node.iter, *node.ifs):
+                self._visit(sub)
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            self._add(node.id, None)
+            return
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    self.defined[t.id] = node
+        for child in ast.iter_child_nodes(node):
+            self._visit(child)
+
+    def dotted(self, node: ast.expr) -> str | None:
+        """The imported dotted name ``node`` means (``h.scenario`` -> ``harness.scenario``), or None."""
+        if isinstance(node, ast.Attribute):
+            base = self.dotted(node.value)
+            return None if base is None else f"{base}.{node.attr}"
+        if not isinstance(node, ast.Name) or self.star:
+            return None
+        targets = set(self.binds.get(node.id, [None]))
+        if len(targets) != 1:
+            return None
+        return targets.pop()
+
+    def is_mark(self, node: ast.expr) -> bool:
+        if isinstance(node, ast.Call):
+            node = node.func
+        return self.dotted(node) in _MARK_TARGETS
+
+    def is_machine_base(self, node: ast.expr) -> bool:
+        if isinstance(node, ast.Subscript):  # Generic[...] and the like
+            node = node.value
+        return self.dotted(node) in _MACHINE_TARGETS
+
+
+def _is_machine(node: ast.ClassDef, names: _Names, seen: set[str]) -> bool:
+    if any(names.is_mark(d) for d in node.decorator_list):
+        return True
+    for base in node.bases:
+        if names.is_machine_base(base):
+            return True
+        local = names.defined.get(base.id) if isinstance(base, ast.Name) else None
+        if isinstance(local, ast.ClassDef) and local.name not in seen and names.binds.get(local.name) == [None]:
+            seen.add(local.name)
+            if _is_machine(local, names, seen):
+                return True
+    return False
+
+
+def _parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _class_body(node: ast.ClassDef) -> dict[str, ast.stmt]:
+    """The last definition of each name in a class body (what the attribute is once the class is built)."""
+    out: dict[str, ast.stmt] = {}
+    for sub in node.body:
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out[sub.name] = sub
+        elif isinstance(sub, ast.Assign):
+            for target in sub.targets:
                 if isinstance(target, ast.Name):
-                    out[target.id] = node
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            out[node.target.id] = node
+                    out[target.id] = sub
+        elif isinstance(sub, ast.AnnAssign) and isinstance(sub.target, ast.Name):
+            out[sub.target.id] = sub
     return out
 
 
-def _is_machine(node: ast.ClassDef, classes: dict[str, ast.stmt], seen: set[str]) -> bool:
-    if any(_is_mark_expr(d) for d in node.decorator_list):
-        return True
-    for base in node.bases:
-        name = _base_name(base)
-        if name == "RaceMachine":
-            return True
-        local = classes.get(name or "")
-        if isinstance(local, ast.ClassDef) and local.name not in seen:
-            seen.add(local.name)
-            if _is_machine(local, classes, seen):
-                return True
-    return False
+def missing_in_source(source: str, qualname: str, where: str) -> str | None:
+    """None when the source binds ``qualname``; else what is missing from ``where``, with the closest name."""
+    tree = _parse(source)
+    if tree is None:
+        return None  # the marking check refuses it, with its own words
+    names = _Names(tree)
+    scope: dict[str, Any] = {n: names.defined.get(n) for n in names.binds}
+    parts = qualname.split(".")
+    for i, part in enumerate(parts):
+        if part not in scope:
+            kind = "function" if i == len(parts) - 1 else "class"
+            close = difflib.get_close_matches(part, [n for n in scope if not n.startswith("__")], n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            owner = f" in class {'.'.join(parts[:i])}" if i else ""
+            return f"no {kind} {part!r}{owner} in {where}{hint}"
+        node = scope[part]
+        if i < len(parts) - 1:
+            if not isinstance(node, ast.ClassDef) or node.bases or node.keywords:
+                return None  # inherited or computed attributes: the marking check decides
+            scope = dict(_class_body(node))
+    return None
 
 
 def marked_in_source(source: str, qualname: str) -> bool:
     """Whether ``source`` marks ``qualname`` as a scenario, read without running anything.
 
     Marked: a definition decorated with ``@scenario`` (``@harness.scenario``,
-    ``@h.scenario``, ...) or bound to ``scenario(...)``; a class deriving from
-    ``RaceMachine`` (directly or through classes of the same file), and its
-    ``scenario``.
+    ``@h.scenario``, ...) or bound to ``scenario(...)``, where the decorator
+    resolves through the module's own imports to :func:`harness.scenario`
+    (see :class:`_Names`); a class deriving from ``harness.RaceMachine``
+    (directly or through classes of the same file), and its ``scenario``.
     """
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = _parse(source)
+    if tree is None:
         return False
-    top = _definitions(tree.body)
+    names = _Names(tree)
     parts = qualname.split(".")
-    node = top.get(parts[0])
+    if names.binds.get(parts[0]) != [None]:
+        return False  # bound by an import, or more than once: not a definition this file makes
+    node = names.defined.get(parts[0])
     if node is None:
         return False
-    is_machine = isinstance(node, ast.ClassDef) and _is_machine(node, top, {node.name})
+    is_machine = isinstance(node, ast.ClassDef) and _is_machine(node, names, {node.name})
     if is_machine and (len(parts) == 1 or (len(parts) == 2 and parts[1] == "scenario")):
         return True
     for part in parts[1:]:
         if not isinstance(node, ast.ClassDef):
             return False
-        node = _definitions(node.body).get(part)
+        node = _class_body(node).get(part)
         if node is None:
             return False
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return any(_is_mark_expr(d) for d in node.decorator_list)
+        return any(names.is_mark(d) for d in node.decorator_list)
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-        return isinstance(node.value, ast.Call) and _is_mark_expr(node.value)
+        return isinstance(node.value, ast.Call) and names.is_mark(node.value)
     return False
 
 
@@ -475,7 +579,11 @@ def resolve(
             raise error(f"the scenario file {where!r} {what} (looked for {path}); check {ref!r}")
         if path.suffix != ".py":
             raise error(f"the scenario file {path} is not a .py file; check {ref!r}")
-        if not marked_in_source(_read_source(path, ref, error), qualname):
+        text = _read_source(path, ref, error)
+        missing = missing_in_source(text, qualname, path.name)
+        if missing is not None:  # a typo is named as one, before any question of marking
+            raise error(f"{missing}; check {ref!r}")
+        if not marked_in_source(text, qualname):
             raise refusal(False)
         try:
             module: Any = load_file(path)
@@ -497,7 +605,11 @@ def resolve(
                             f"importable (or install its package), or name its file: path/to/file.py:{qualname}"
                         )
                     raise refusal(False)
-                if not marked_in_source(_read_source(src, ref, error), qualname):
+                text = _read_source(src, ref, error)
+                missing = missing_in_source(text, qualname, f"module {where!r}")
+                if missing is not None:
+                    raise error(f"{missing}; check {ref!r}")
+                if not marked_in_source(text, qualname):
                     raise refusal(False)
             try:
                 module = importlib.import_module(where)
@@ -542,17 +654,104 @@ def parse_params(items: Iterable[str]) -> dict[str, Any]:
     return out
 
 
-def check_params(fn: Any, params: Mapping[str, Any], ref: str) -> None:
-    """Refuse keyword arguments the scenario does not take, naming the ones it does."""
+def check_params(fn: Any, params: Mapping[str, Any], ref: str, raw: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``params`` checked against the scenario's signature and annotations, before anything runs.
+
+    Unknown names are refused with the list of known ones; a value must fit the
+    parameter's annotation (or, without one, its default's type): ``bool`` takes
+    true or false only, ``int`` a whole number, ``float`` a number, ``str`` any
+    text (``raw``, the text typed on the command line, so ``--param name=3`` is
+    ``"3"``). A broken parameter never reaches a run, where it would fail as if it
+    were the race. Returns the values to run with.
+    """
     try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return
+        sig = inspect.signature(fn, eval_str=True)
+    except (NameError, SyntaxError, TypeError, AttributeError):
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return dict(params)
+    except ValueError:
+        return dict(params)
     ps = list(sig.parameters.values())
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in ps):
-        return
-    accepted = [p.name for p in ps[1:] if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    unknown = [k for k in params if k not in accepted]
-    if unknown:
-        takes = ", ".join(accepted) if accepted else "no parameters"
-        raise UsageError(f"{ref} takes no parameter {unknown[0]!r}; it takes: {takes}")
+    by_name = {p.name: p for p in ps[1:] if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in ps):
+        unknown = [k for k in params if k not in by_name]
+        if unknown:
+            takes = ", ".join(by_name) if by_name else "no parameters"
+            raise UsageError(f"{ref} takes no parameter {unknown[0]!r}; it takes: {takes}")
+    out = dict(params)
+    for name, value in params.items():
+        p = by_name.get(name)
+        if p is None:
+            continue
+        kind: Any = p.annotation
+        if kind is p.empty:
+            kind = type(p.default) if p.default is not p.empty and p.default is not None else None
+        text = None if raw is None else raw.get(name)
+        ok, coerced, form = _fit(kind, value, text)
+        if not ok:
+            typed = text if text is not None else json.dumps(value, default=repr)
+            raise UsageError(
+                f"--param {name}={typed} does not fit {ref}: {name} takes {form}"
+                + (f" (default {p.default!r})" if p.default is not p.empty else "")
+                + f", e.g. --param {name}={_example(form, p.default)}"
+            )
+        out[name] = coerced
+    return out
+
+
+_FORMS = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}
+
+
+def _fit(kind: Any, value: Any, text: str | None) -> tuple[bool, Any, str]:
+    """Whether ``value`` (typed as ``text``) fits the annotation ``kind``: (fits, value to use, accepted form)."""
+    import typing
+
+    if isinstance(kind, str):  # an annotation left as text (a name only TYPE_CHECKING imports)
+        kind = {"bool": bool, "int": int, "float": float, "str": str}.get(kind.strip())
+    if kind is None or kind is Any:
+        return True, value, "any value"
+    if kind is type(None):
+        return value is None, None, "null"
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        forms = []
+        for member in typing.get_args(kind):
+            ok, coerced, form = _fit(member, value, text)
+            if ok:
+                return True, coerced, form
+            forms.append(form)
+        return False, value, " or ".join(dict.fromkeys(forms))
+    if kind is bool:
+        if isinstance(value, bool):
+            return True, value, _FORMS[bool]
+        if text is not None and text.strip().lower() in ("true", "false"):
+            return True, text.strip().lower() == "true", _FORMS[bool]
+        return False, value, _FORMS[bool]
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool), value, _FORMS[int]
+    if kind is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return ok, float(value) if ok else value, _FORMS[float]
+    if kind is str:
+        if text is not None:
+            return True, text, _FORMS[str]
+        return isinstance(value, str), value, _FORMS[str]
+    if origin in (list, tuple, set, frozenset) or kind in (list, tuple, set, frozenset):
+        return isinstance(value, list), (tuple(value) if (origin or kind) is tuple and isinstance(value, list)
+                                         else value), "a JSON list such as [1, 2]"
+    if origin is dict or kind is dict:
+        return isinstance(value, dict), value, 'a JSON object such as {"a": 1}'
+    return True, value, "any value"
+
+
+def _example(form: str, default: Any) -> str:
+    if default is not inspect.Parameter.empty and default is not None:
+        return json.dumps(default) if not isinstance(default, str) else default
+    return {"true or false": "true", "a whole number": "3", "a number": "1.5"}.get(form, "VALUE")
+
+
+def raw_params(items: Iterable[str]) -> dict[str, str]:
+    """``["name=3"]`` -> ``{"name": "3"}``: the text as typed (a ``str`` parameter takes it as it is)."""
+    return {name.strip(): text for name, eq, text in (item.partition("=") for item in items) if eq}

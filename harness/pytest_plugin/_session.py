@@ -227,6 +227,7 @@ def _record(config: pytest.Config, state: _SessionState, p: dict[str, Any]) -> N
             json_path=json_path,
             html_path=html_path,
             seed=int(p["seed"]),
+            expect=p["expect"],
         )
     )
 

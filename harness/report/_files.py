@@ -51,18 +51,25 @@ def current_umask() -> int:
 
 
 def ensure_report_dir(directory: str | os.PathLike[str]) -> Path:
-    """Create ``directory`` and, unless it has one, a ``.gitignore`` holding ``*``.
+    """Create ``directory`` if missing and, only then, a ``.gitignore`` holding ``*`` in it.
 
-    An existing ``.gitignore`` is left alone (the repository's ``reports/`` keeps
-    its README tracked that way).
+    A folder that already exists is the user's (a project folder, a CI
+    workspace): nothing is written into it but the reports themselves, never a
+    ``.gitignore`` that would silently hide the user's files from git. A folder
+    the harness creates ignores itself, as hypothesis' ``.hypothesis/`` and
+    coverage's ``htmlcov/`` do.
     """
     path = Path(directory)
-    path.mkdir(parents=True, exist_ok=True)
-    ignore = path / ".gitignore"
-    if not ignore.exists():
-        try:
-            with ignore.open("x", encoding="utf-8") as fh:  # "x": two writers racing here both succeed
-                fh.write(GITIGNORE)
-        except FileExistsError:
-            pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir()
+    except FileExistsError:
+        if not path.is_dir():
+            raise
+        return path
+    try:
+        with (path / ".gitignore").open("x", encoding="utf-8") as fh:  # "x": never over a file someone put there
+            fh.write(GITIGNORE)
+    except FileExistsError:
+        pass
     return path

@@ -16,10 +16,11 @@ _RUNS: dict[str, int] = {}
 
 
 @h.scenario
-async def order_violation(world: h.World, *, fixed: bool = False, interrupt_at: int = 0, token: str = "") -> None:
+async def order_violation(world: h.World, *, fixed: bool = False, interrupt_at: int = 0, token: str = "",
+                       sig: str = "SIGINT") -> None:
     n = _RUNS[token] = _RUNS.get(token, 0) + 1
     if n == interrupt_at:
-        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(getattr(signal, sig))
     await toys.order_violation(world, fixed=fixed)
 
 
@@ -28,11 +29,12 @@ def executions(token: str) -> int:
 
 
 @h.scenario
-async def two_switches(world: h.World, *, fixed: bool = False, interrupt_at: int = 0, token: str = "") -> None:
+async def two_switches(world: h.World, *, fixed: bool = False, interrupt_at: int = 0, token: str = "",
+                       sig: str = "SIGINT") -> None:
     """A bug that needs two data choices at once: its minimum has 2 entries, so its proof covers 0 and 1."""
     n = _RUNS[token] = _RUNS.get(token, 0) + 1
     if n == interrupt_at:
-        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(getattr(signal, sig))
     on = [world.choose("first switch", 2), world.choose("second switch", 2)]
 
     async def noise(name: str) -> None:

@@ -313,3 +313,24 @@ def test_hunt_faults_all_is_stated_in_the_outcome(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     line = json.loads(proc.stdout.splitlines()[0])
     assert "every fault kind" in line["outcome"] and line["found"] is False
+
+
+def test_gitignore_only_in_a_created_report_folder(tmp_path: Path) -> None:
+    """Issue 29 item 2: an existing folder is the user's; only a folder the hunt creates ignores itself."""
+    mine = tmp_path / "project"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    proc = run_cli("hunt", "kruise_imagepulljob", "--variant", "buggy", "--report-dir", str(mine))
+    assert proc.returncode == 0, proc.stderr
+    assert (mine / "index.html").exists() and not (mine / ".gitignore").exists()
+    made = tmp_path / "new" / "reports"
+    proc = run_cli("hunt", "kruise_imagepulljob", "--variant", "buggy", "--report-dir", str(made))
+    assert proc.returncode == 0, proc.stderr
+    assert (made / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert not (tmp_path / "new" / ".gitignore").exists()
+    # an empty folder name or fault list is a usage error, not "here" or "default"
+    for argv, words in ((["--report-dir", ""], "--report-dir is empty"), (["--faults", ""], "are empty")):
+        proc = run_cli("hunt", "kruise_imagepulljob", *argv, cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert_one_clean_error(proc.stderr, words)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "project"]

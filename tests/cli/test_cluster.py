@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 from cli_support import ROOT, assert_one_clean_error, json_lines, run_main
 
-from harness import _cluster, _interrupt, cli
+from harness import _cluster, _interrupt
 from harness._shards import derive_seed, shard_seed, split_runs
+from harness.cli import _hunt as cli_hunt
 
 distributed = pytest.importorskip("distributed", reason="the cluster tests need pip install -e '.[test]' (dask)")
 
@@ -160,14 +161,14 @@ def test_bad_cluster_options_are_refused_before_anything_starts(
 def test_ctrl_c_cancels_the_shards_still_out_and_keeps_what_came_back(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, two_workers: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = cli._hunt_one
+    real = cli_hunt._hunt_one
 
     def then_ctrl_c(*args: Any, **kwargs: Any) -> Any:
         out = real(*args, **kwargs)
         _interrupt.request_stop()  # what the first Ctrl-C does, right after the first search is written
         return out
 
-    monkeypatch.setattr(cli, "_hunt_one", then_ctrl_c)
+    monkeypatch.setattr(cli_hunt, "_hunt_one", then_ctrl_c)
     code, lines, err = _hunt(capsys, tmp_path, "--cluster", two_workers, "--budget", "4000")
     assert code == 130, err
     assert lines[0]["found"] and Path(lines[0]["trace"]).is_file()

@@ -181,3 +181,63 @@ def test_sigint_at_a_dozen_instants_of_a_buggy_hunt_always_keeps_what_was_found(
     assert interrupted >= 10, (whole, seen)
     assert found_before >= 2, (whole, seen)  # instants after the violation was found: shrink, proof, report
     assert in_fixed_search >= 2, (whole, seen)  # and instants in a search
+
+
+def test_sigterm_keeps_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 30 item 4: SIGTERM (timeout, kill, a cancelled CI job) is handled like Ctrl-C, with exit 143."""
+    search, _ = _calibrate("calibrate-term", interrupting.two_switches)
+    code, out, err = run_main(
+        capsys, "hunt", SWITCHES, "--strategy", "random", "--budget", "3000", "--seed", "2", "--json",
+        "--param", f"interrupt_at={search + 3}", "--param", "token=term", "--param", "sig=SIGTERM",
+        "--report-dir", str(tmp_path),
+    )
+    assert code == 143, err
+    [rec] = json_lines(out)  # the JSON line is printed
+    assert rec["verdict"] == "interrupted" and rec["found"] is True
+    assert "interrupted by SIGTERM: kept 1 counterexample (" in err and "Traceback" not in err
+    assert Path(rec["trace"]).is_file() and (tmp_path / "index.html").is_file()
+    # the table too, without --json
+    code, out, err = run_main(
+        capsys, "hunt", SWITCHES, "--strategy", "random", "--budget", "3000", "--seed", "2",
+        "--param", f"interrupt_at={search + 3}", "--param", "token=term-table", "--param", "sig=SIGTERM",
+        "--report-dir", str(tmp_path),
+    )
+    assert code == 143 and "[interrupted]" in out and "┃ race" in out
+
+
+def test_sigterm_from_outside_keeps_findings(tmp_path: Path) -> None:
+    """A real SIGTERM from another process, as `timeout` sends it, in the middle of a hunt of a documented race."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "hunt", "volcano_gang_close", "--variant", "fixed", "--strategy", "random",
+         "--budget", "100000", "--json", "--report-dir", str(tmp_path / "r")],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "r").exists() and time.monotonic() < deadline:  # checked after the handler is in place
+        time.sleep(0.05)
+    time.sleep(1.0)  # inside the search
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    [rec] = json_lines(out)
+    assert rec["verdict"] == "interrupted" and "Traceback" not in err
+    assert (tmp_path / "r" / "index.html").is_file()
+
+
+def test_ctrl_c_during_start_up_is_one_line_without_traceback(tmp_path: Path) -> None:
+    """Issue 29 item 7: once the package starts importing, Ctrl-C exits 130 with one line, never a traceback from
+    the imports. (Before the package's first line Python itself is starting: runpy and site print their own.)"""
+    for delay in (0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness", "hunt", "kruise_imagepulljob", "--variant", "buggy",
+             "--report-dir", str(tmp_path / "r")],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        ours = [line for line in err.splitlines() if "File " in line and "/harness/" in line]
+        assert not ours, (delay, err)  # no traceback through any module of the harness
+        if "Traceback" not in err:
+            assert proc.returncode in (0, 130, -signal.SIGINT), (delay, err)
+            assert len(err.strip().splitlines()) <= 1, (delay, err)

@@ -46,7 +46,9 @@ def test_hunt_a_file_outside_the_project_then_replay_it_in_a_new_process(tmp_pat
     (tmp_path / "models" / "mine.py").write_text(LOST_UPDATE)
     _hunt_then_replay_elsewhere("models/mine.py:lost_update", tmp_path, "--param", "warm=2")
     saved = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
-    assert saved["scenario"] == "../models/mine.py:lost_update"  # relative to the trace's folder
+    # the hunt copied the file next to its trace (issue 26 item 7), named relative to the trace's folder
+    assert saved["scenario"] == "models-mine-lost_update.py:lost_update"
+    assert (tmp_path / "out" / "models-mine-lost_update.py").read_text() == LOST_UPDATE
     assert saved["params"] == {"warm": 2}  # --param values are JSON when they parse
 
 
@@ -152,8 +154,11 @@ def test_a_trace_saved_from_a_script_names_its_file_and_replays(tmp_path: Path) 
     subprocess.run([sys.executable, "scripts/mine.py", "out/mine.json"], cwd=tmp_path, check=True)
     saved = json.loads((tmp_path / "out" / "mine.json").read_text())
     assert saved["scenario"] == "../scripts/mine.py:lost_update"  # never __main__
-    replay = run_cli("replay", str(tmp_path / "out" / "mine.json"), "--json", cwd=ROOT)
+    replay = run_cli("replay", str(tmp_path / "out" / "mine.json"), "--json", cwd=tmp_path)
     assert replay.returncode == 0, replay.stderr
+    # from a folder that holds neither the trace nor the script, the file is outside what a trace may name
+    refused = run_cli("replay", str(tmp_path / "out" / "mine.json"), cwd=ROOT)
+    assert refused.returncode == 2 and "lies outside the trace's folder" in refused.stderr
     assert json.loads(replay.stdout)["digest"] == saved["digest"]
 
 
@@ -207,7 +212,7 @@ def test_unmarked_functions_are_refused_on_the_command_line_with_the_fix(tmp_pat
     [
         ("nowhere.py:f", "does not exist"),
         ("no_such_module_anywhere:f", "cannot be found"),
-        ("mine.py:missing", "is not marked as a scenario"),
+        ("mine.py:missing", "no function 'missing' in mine.py"),
         ("mine.py:", "is not of the form package.module:function or path/to/file.py:function"),
         ("__main__:lost_update", "names __main__"),
     ],
@@ -217,6 +222,40 @@ def test_bad_scenario_names_get_one_line_and_exit_2(tmp_path: Path, spec: str, w
     proc = run_cli("hunt", spec, cwd=tmp_path)
     assert proc.returncode == 2
     assert_one_clean_error(proc.stderr, words)
+
+
+def test_missing_function_is_named_before_marking(tmp_path: Path) -> None:
+    """A typo is a typo, with the closest name; the marking refusal is for functions that exist unmarked."""
+    (tmp_path / "model.py").write_text(LOST_UPDATE.replace("async def lost_update", "async def scenario"))
+    proc = run_cli("hunt", "model.py:scenaro", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert_one_clean_error(proc.stderr, "no function 'scenaro' in model.py (did you mean 'scenario'?)")
+    assert "not marked" not in proc.stderr
+    proc = run_cli("hunt", "model.py:not_marked", cwd=tmp_path)
+    assert proc.returncode == 2 and "is not marked as a scenario" in proc.stderr
+
+
+def test_lookalike_decorator_is_refused_without_running_the_file(tmp_path: Path) -> None:
+    """A decorator named ``scenario`` that is not harness.scenario through the file's imports is no mark,
+    and the file's top-level code never runs (a trace or a command line may name it)."""
+    ran = tmp_path / "ran"
+    for i, (head, deco) in enumerate([
+        ("scenario = lambda f: f", "@scenario"),
+        ("import harness as h\nclass h:\n    scenario = staticmethod(lambda f: f)", "@h.scenario"),
+        ("from harness import scenario\nscenario = lambda f: f", "@scenario"),
+        ("from harness import scenario\nfrom os.path import *", "@scenario"),
+        ("import fakeharness as h", "@h.scenario"),
+    ]):
+        (tmp_path / f"evil{i}.py").write_text(
+            f"import pathlib\npathlib.Path({str(ran)!r}).write_text('ran')\n{head}\n\n{deco}\n"
+            "async def attack(world):\n    pass\n"
+        )
+        proc = run_cli("hunt", f"evil{i}.py:attack", cwd=tmp_path)
+        assert proc.returncode == 2, (head, proc.stderr)
+        assert_one_clean_error(proc.stderr, "is not marked as a scenario", "(nothing was imported)")
+        assert not ran.exists(), head
+    assert marked_in_source("import harness.explore\n@harness.explore.scenario\nasync def f(w): ...", "f")
+    assert marked_in_source("from harness import scenario as mark\n@mark\nasync def f(w): ...", "f")
 
 
 def test_params_are_json_when_they_parse_else_strings_and_checked_against_the_scenario(tmp_path: Path) -> None:

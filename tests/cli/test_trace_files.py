@@ -206,3 +206,98 @@ def test_replay_of_any_bytes_exits_0_1_or_2_without_traceback_or_foreign_import(
     assert not (tmp_path / "imported").exists()
     foreign = {m for m in set(sys.modules) - before if CANARY in m or m in ("subprocess", "shutil")}
     assert not foreign
+
+
+# ------------------------------------------------------------------ issue 29 item 4, issue 26 item 7: which file a trace may run
+def _hunt_file(tmp_path: Path, folder: str = "out") -> tuple[Path, dict[str, Any]]:
+    from cli_support import LOST_UPDATE, json_lines, run_cli
+
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "model.py").write_text(LOST_UPDATE)
+    proc = run_cli("hunt", "model.py:lost_update", "--variant", "buggy", "--json", "--report-dir", folder, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    [rec] = json_lines(proc.stdout)
+    return tmp_path / rec["trace"], rec
+
+
+def test_copied_report_folder_replays_a_file_scenario(tmp_path: Path) -> None:
+    """The hunt copies the scenario file next to its trace; the folder replays anywhere, the original gone."""
+    from cli_support import run_cli
+
+    trace, rec = _hunt_file(tmp_path / "project")
+    raw = json.loads(trace.read_text())
+    assert raw["scenario"] == "model-lost_update-buggy.py:lost_update"
+    copy = trace.parent / "model-lost_update-buggy.py"
+    assert copy.read_text() == (tmp_path / "project" / "model.py").read_text()
+    moved = tmp_path / "artifact"
+    (trace.parent).rename(moved)
+    (tmp_path / "project" / "model.py").unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = run_cli("replay", str(moved / trace.name), "--json", cwd=elsewhere)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["digest"] == rec["digest"]
+    # the copy is the file that was hunted: an edit is refused, not replayed as if it were the same model
+    copy = moved / copy.name
+    copy.write_text(copy.read_text() + "\n# edited\n")
+    proc = run_cli("replay", str(moved / trace.name), cwd=elsewhere)
+    assert proc.returncode == 2
+    assert_one_clean_error(proc.stderr, "was hunted with another version of model-lost_update-buggy.py")
+
+
+def test_trace_cannot_name_a_file_outside_its_folder_or_cwd(tmp_path: Path) -> None:
+    """A forged trace naming a marked file elsewhere (absolute or ``../``) is refused before the file is read."""
+    from cli_support import LOST_UPDATE, run_cli
+
+    trace, _ = _hunt_file(tmp_path / "project", "out")
+    ran = tmp_path / "ran"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "evil.py").write_text(
+        f"import pathlib\npathlib.Path({str(ran)!r}).write_text('ran')\n" + LOST_UPDATE
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    for ref in (f"{outside / 'evil.py'}:lost_update", "../../outside/evil.py:lost_update"):
+        raw = json.loads(trace.read_text())
+        raw["scenario"] = ref
+        raw.pop("scenario_sha256", None)
+        raw["checksum"] = checksum(raw)  # anyone can recompute it: the checksum is for damage, not trust
+        forged = trace.parent / "forged.json"
+        forged.write_text(json.dumps(raw))
+        proc = run_cli("replay", str(forged), cwd=work)
+        assert proc.returncode == 2, proc.stderr
+        assert_one_clean_error(proc.stderr, "lies outside the trace's folder", "and the current folder")
+        assert not ran.exists()
+    # the same file under the current folder is allowed (a checkout replaying its own traces)
+    proc = run_cli("replay", str(forged), cwd=outside)
+    assert proc.returncode in (0, 1) and ran.exists(), proc.stderr
+
+
+def test_trace_text_is_printed_without_control_characters(tmp_path: Path) -> None:
+    """Issue 29 item 4: a forged label (OSC 52 writes the clipboard, CSI 2J clears the screen) is printed escaped."""
+    from cli_support import run_cli
+
+    from harness.sim import Trace
+
+    trace, _ = _hunt_file(tmp_path)
+    raw = json.loads(trace.read_text())
+    evil = "\x1b]52;c;ZXZpbA==\x07\x1b[2J\x9b31m"
+    raw["trace"][2]["label"] += evil
+    raw["violation"]["message"] += evil
+    raw["meta"]["race"] = evil
+    raw["digest"] = Trace.from_json(raw["trace"]).digest()
+    raw["checksum"] = checksum(raw)
+    forged = trace.parent / "forged.json"
+    forged.write_text(json.dumps(raw))
+    proc = run_cli("replay", str(forged), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr  # the forged label is not what the model does: a divergence
+    text = proc.stdout + proc.stderr
+    assert "\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\x9b31m" in text, text
+    assert not any((ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F for c in text)
+    # a forged scenario reference is refused, and its name is escaped too
+    raw["scenario"] = "evil\x1b[2J.py:f"
+    raw["checksum"] = checksum(raw)
+    forged.write_text(json.dumps(raw))
+    proc = run_cli("replay", str(forged), cwd=tmp_path)
+    assert proc.returncode == 2 and "evil\\x1b[2J.py" in proc.stderr and "\x1b" not in proc.stderr

@@ -7,6 +7,8 @@ elsewhere in the suite); ``console`` blocks run in a scratch folder holding a co
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import shlex
 import shutil
@@ -38,11 +40,24 @@ def test_excerpts_are_word_for_word_in_the_files_they_name() -> None:
         assert code in (ROOT / path).read_text(), f"docs/guide.md quotes {path}, which no longer says:\n{code}"
 
 
+#: ``print(x)  # ... quoted output ...``: a trailing comment with an elision quotes what the print shows
+QUOTED = re.compile(r"^\s*print\(.*\)\s+# (?P<quote>.*\.\.\..*)$", re.M)
+
+
 def test_python_blocks_run_in_order() -> None:
+    """Each block runs; an output it quotes (``print(x)  # ... words ...``) is what the print really shows, numbers
+    included, with ``...`` standing for the words left out."""
     namespace: dict[str, object] = {"__name__": "guide"}
     for lang, path, code in _blocks():
         if lang == "python" and path is None:
-            exec(compile(code, str(GUIDE), "exec"), namespace)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile(code, str(GUIDE), "exec"), namespace)
+            for m in QUOTED.finditer(code):
+                pattern = ".*?".join(re.escape(part.strip()) for part in m["quote"].split("..."))
+                assert re.search(pattern, out.getvalue()), (
+                    f"docs/guide.md quotes '{m['quote']}', but the block printed:\n{out.getvalue()}"
+                )
 
 
 def test_console_blocks_run(tmp_path: Path) -> None:

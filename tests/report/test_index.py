@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from importlib import resources
 from io import StringIO
@@ -78,3 +79,38 @@ def test_summary_is_a_rich_table(tmp_path: Path) -> None:
     for word in ("race", "variant", "verdict", "runs", "seconds", "deviations", "steps", "kueue-second-pass",
                  "(known open)", "proved clean"):
         assert word in text
+
+
+def test_index_keeps_earlier_hunts(tmp_path: Path) -> None:
+    """Issue 29 item 3: a second hunt into a folder lists the first one's pages below its own, with command and
+    time, newest first; a page a later hunt rewrote is listed once, under that hunt; stray pages are listed too."""
+
+    def found(name: str) -> ReportEntry:
+        (tmp_path / f"{name}.html").write_text("<p>page</p>")
+        (tmp_path / f"{name}.json").write_text("{}")
+        return ReportEntry(name, "buggy", "found", f"found {name}", True, 5, 0.1, 1, 9,
+                           json_path=str(tmp_path / f"{name}.json"), html_path=str(tmp_path / f"{name}.html"))
+
+    clean = ReportEntry("calm", "fixed", "none-found", "no violation", False, 50, 0.2, None, None)
+    write_index([found("first-a"), found("shared"), clean], tmp_path, command_line="python -m harness hunt first")
+    write_index([found("second-b")], tmp_path, command_line="python -m harness hunt second")
+    raw = write_index([found("shared")], tmp_path, command_line="python -m harness hunt third").read_text()
+    earlier = raw.split('id="earlier"')[1]
+    # newest first: the second hunt, then the first; each with its command and when it was written
+    assert earlier.index("hunt second") < earlier.index("hunt first")
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · <code>python -m harness hunt second</code>", earlier)
+    assert 'href="second-b.html"' in earlier and 'href="first-a.html"' in earlier
+    assert raw.count('href="shared.html"') == 1 and 'href="shared.html"' not in earlier  # now the third hunt's
+    assert "calm" not in earlier  # earlier hunts list their counterexample pages
+    # a page no hunt recorded (an older harness, a copied file) is linked too; a deleted page is dropped
+    (tmp_path / "stray.html").write_text("<p>old</p>")
+    (tmp_path / "first-a.html").unlink()
+    raw = write_index([], tmp_path, command_line="python -m harness hunt fourth").read_text()
+    assert 'href="stray.html"' in raw and "Other counterexample pages in this folder" in raw
+    assert 'href="first-a.html"' not in raw and 'href="second-b.html"' in raw and 'href="shared.html"' in raw
+    # the history is data, not trust: a forged entry pointing outside the folder is ignored
+    history = tmp_path / ".race-harness-index"
+    doc = json.loads(history.read_text())
+    doc["hunts"][0]["entries"].append({**doc["hunts"][1]["entries"][0], "html_path": "../../etc/passwd"})
+    history.write_text(json.dumps(doc))
+    assert "passwd" not in write_index([], tmp_path).read_text()

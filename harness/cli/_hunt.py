@@ -1,0 +1,394 @@
+"""``hunt``: search each target, write its trace, page and the index, print a line per search and the summary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._errors import UsageError
+from .._interrupt import exit_status, sigint_requests_stop, stop_requested, stop_signal_name
+from .._terminal import printable
+from ._common import PROG, _n, _one_line, _registered
+from ._targets import _label, _resolve_targets, _Target
+
+
+def _check_report_dir(text: str) -> Path:
+    """The report folder exists or can be made, is a folder and is writable -- checked before any search."""
+    from ..report import ensure_report_dir
+
+    fix = "name a folder you can write to (it is created if missing), e.g. --report-dir reports"
+    if not text.strip():
+        raise UsageError(f"--report-dir is empty; {fix}")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--report-dir {text}: is a file, not a folder; {fix}")
+    try:
+        ensure_report_dir(path)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".race-harness-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"--report-dir {text}: cannot be written ({exc.strerror or exc}); {fix}") from None
+    return path
+
+@dataclass
+class _Kept:
+    """What a hunt wrote so far, for the line an interrupt prints."""
+
+    traces: list[str] = field(default_factory=list)
+    unproved: list[str] = field(default_factory=list)
+    index: str | None = None
+    searches: int = 0
+
+def _hunt(args: argparse.Namespace) -> int:
+    kept = _Kept()
+
+    def second() -> str:
+        where = f"; the index {kept.index}" if kept.index else ""
+        return (
+            f"interrupted again: stopped at once; kept {_n(len(kept.traces), 'counterexample')} "
+            f"({', '.join(kept.traces) or 'none'}){where}; no written file is half-written"
+        )
+
+    with sigint_requests_stop(second):
+        return _hunt_checked(args, kept)
+
+def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
+    from .._options import parse_fault_spec, parse_strategy
+    from ..explore import Budget
+
+    budget = Budget.parse(args.budget) if args.budget is not None else None
+    if args.strategy is not None:
+        parse_strategy(args.strategy)
+    if args.faults is not None:
+        parse_fault_spec(args.faults)  # checked before anything runs; explore() takes the text as it is
+    from ._cluster_hunt import _check_cluster, _hunt_on_cluster
+
+    cluster = _check_cluster(args)
+    names = list(args.targets) or list(_registered())
+    if not names:
+        raise UsageError(
+            "no races are registered: install the project (pip install -e .) so the race_harness.races entry "
+            "points are read, or name a scenario as package.module:function or path/to/file.py:function"
+        )
+    targets = _resolve_targets(names, args.variant, args.param, live=False, expect=args.expect)
+    out_dir = _check_report_dir(args.report_dir)
+    if cluster is not None:
+        return _hunt_on_cluster(args, cluster, targets, budget, out_dir, kept)
+
+    console = None
+    if not args.json:
+        from rich.console import Console
+
+        # piped or in CI: rich would assume 80 columns and truncate race names
+        console = Console() if sys.stdout.isatty() else Console(width=130)
+    live = _LiveProgress(console) if console is not None and console.is_terminal else None
+    entries: list[Any] = []
+    interrupted = False
+    write_failed = False
+    for t in targets:
+        for variant in t.variants:
+            if stop_requested():
+                interrupted = True
+                break
+            entry, failed = _hunt_one(t, variant, args, budget, out_dir, console, live, kept)
+            entries.append(entry)
+            kept.searches += 1
+            write_failed = write_failed or failed
+            if entry.verdict == "interrupted":
+                interrupted = True
+                break
+        if interrupted:
+            break
+    return _hunt_end(args, targets, entries, out_dir, console, kept, interrupted, write_failed)
+
+def _hunt_end(
+    args: argparse.Namespace, targets: list[_Target], entries: list[Any], out_dir: Path, console: Any, kept: _Kept,
+    interrupted: bool, write_failed: bool,
+) -> int:
+    """The index, the summary and the exit code of a hunt, in process or on a cluster."""
+    planned = sum(len(t.variants) for t in targets)
+    interrupted = interrupted or stop_requested()
+    try:
+        from ..report import write_index
+
+        kept.index = str(write_index(entries, out_dir))
+    except OSError as exc:
+        write_failed = True
+        print(f"error: could not write {out_dir / 'index.html'} ({exc.strerror or exc})", file=sys.stderr)
+    if console is not None:
+        from ..report import render_summary
+
+        render_summary(entries, console)
+        for e in entries:
+            if e.known_open and e.found and e.variant == "fixed":
+                console.print(f"known open upstream: {e.name} still fails with the upstream fix, as documented",
+                              markup=False)
+        if kept.index:
+            console.print(f"report: {kept.index}", markup=False, highlight=False)
+    if interrupted:
+        unproved = ""
+        if kept.unproved:
+            some = "" if len(kept.traces) == 1 else f"{len(kept.unproved)} of them "
+            unproved = f", {some}not proved minimal (interrupted)"
+        print(
+            f"interrupted{' by SIGTERM' if stop_signal_name() == 'SIGTERM' else ''}: "
+            f"kept {_n(len(kept.traces), 'counterexample')}"
+            f"{' (' + ', '.join(kept.traces) + ')' if kept.traces else ''}{unproved}; "
+            + (f"the index of {_n(len(entries), 'search', 'searches')} of {planned} is {kept.index}"
+               if kept.index else "no index could be written"),
+            file=sys.stderr,
+        )
+        return exit_status()
+    ok = all(e.expected for e in entries) and len(entries) == planned and not write_failed
+    return 0 if ok else 1
+
+def _run_budget(t: _Target, budget: Any) -> Any:
+    """The hunt's --budget, else the race's own, else explore()'s default."""
+    from ..explore import Budget
+
+    return budget or (Budget(runs=t.budget) if t.budget else Budget())
+
+def _hunt_one(
+    t: _Target, variant: str, args: argparse.Namespace, budget: Any, out_dir: Path, console: Any, live: Any, kept: _Kept,
+    result: Any = None,
+) -> tuple[Any, bool]:
+    """One search (or the ``result`` a cluster sent back), its files and its output line;
+    (report entry, a file could not be written)."""
+    from ..explore import explore
+    from ..report import ReportEntry, slug, write_counterexample_html
+
+    label = _label(t, variant)
+    if result is None:
+        run_budget = _run_budget(t, budget)
+        hook = live.start(label, run_budget.runs) if live is not None else None
+        strategy = args.strategy or t.strategy
+        options: dict[str, Any] = {"strategy": strategy} if strategy else {}  # else explore()'s default
+        try:
+            result = explore(
+                t.scenario,
+                **options,
+                budget=run_budget,
+                seed=args.seed,
+                progress=hook,
+                faults=_faults_for(args, t),
+                **t.params_by_variant[variant],
+            )
+        finally:
+            if live is not None:
+                live.stop()
+    cx = result.counterexample
+    json_path = html_path = None
+    failed = False
+    unproved = cx is not None and result.verdict == "interrupted" and cx.proved_minimal is not True
+    if cx is not None:
+        stem = slug(t.name.replace(".py:", "-").replace(":", "-").replace(".", "_") + (f"-{variant}" if variant else ""))
+        json_file, html_file = out_dir / f"{stem}.json", out_dir / f"{stem}.html"
+        cx.meta.update(race=t.name, variant=variant, known_open=t.known_open, upstream=t.upstream,
+                       report=html_file.name)  # the page beside the trace
+        if unproved:
+            cx.meta["minimality"] = "not proved minimal (interrupted)"
+        _copy_scenario_file(cx, out_dir / f"{stem}.py", label)
+        try:
+            cx.save(json_file)
+            json_path = str(json_file)
+            kept.traces.append(json_path)
+            if unproved:
+                kept.unproved.append(json_path)
+        except UsageError as exc:  # a scenario no file can name (defined in `python -c`)
+            failed = True
+            print(f"error: {label}: {_one_line(exc)}", file=sys.stderr)
+            _print_facts(cx, label)
+        except OSError as exc:
+            failed = True
+            print(f"error: could not write {json_file} ({exc.strerror or exc}).", file=sys.stderr)
+            _print_facts(cx, label)
+        if json_path is not None:
+            try:
+                write_counterexample_html(
+                    cx,
+                    html_file,
+                    title=f"{label}: {t.title}" if t.title else label,
+                    upstream=t.upstream,
+                    seed=args.seed,
+                    json_path=json_path,
+                    index_path=out_dir / "index.html",
+                )
+                html_path = str(html_file)
+            except Exception as exc:
+                print(f"warning: could not write the HTML report for {label}: {_one_line(exc)}", file=sys.stderr)
+    expect = t.expect_by_variant.get(variant)
+    broken = _model_error(cx, t.params_by_variant[variant], expect) if cx is not None else None
+    entry = ReportEntry(
+        name=t.name,
+        variant=variant,
+        verdict="model-error" if broken else result.verdict,
+        outcome=f"{broken}; {result.outcome}" if broken else result.outcome,
+        found=cx is not None and broken is None,
+        runs=result.runs,
+        seconds=result.seconds,
+        deviations=cx.deviations if cx else None,
+        steps=cx.steps if cx else None,
+        upstream=t.upstream,
+        known_open=t.known_open,
+        json_path=json_path,
+        html_path=html_path,
+        seed=args.seed,
+        expect=expect,
+        params=dict(t.given),
+        violation_kind=cx.violation.kind if cx is not None else None,
+        found_at_run=result.first_found_run,
+        found_after_s=result.first_found_seconds,
+        shrink_runs=result.shrink_runs,
+        proof_runs=result.proof_runs,
+        model_error=broken,
+    )
+    outcome = entry.outcome
+    if unproved and "not proved minimal" not in outcome:
+        outcome += "; not proved minimal (interrupted)"
+    if args.json:
+        print(json.dumps(_json_line(entry, cx)), flush=True)
+    elif console is not None:
+        if result.verdict == "interrupted":
+            mark = "interrupted"
+        elif broken:
+            mark = "MODEL ERROR"
+        elif expect is None:
+            mark = "found" if cx is not None else "clean"
+        else:
+            mark = "ok" if entry.expected else "UNEXPECTED"
+        console.print(f"[{mark}] {printable(label)}: {printable(outcome)}", markup=False, highlight=False,
+                      soft_wrap=True)
+        if cx is not None and result.verdict != "interrupted" and not broken:
+            for line in cx.story().lines:  # the story under each counterexample: what Kubernetes did
+                console.print(printable(f"    {line}"), markup=False, highlight=False, soft_wrap=True)
+    return entry, failed
+
+def _model_error(cx: Any, params: dict[str, Any], expect: str | None) -> str | None:
+    """A broken model, not the race: the scenario's own actor raised, or both variants raise alike under one plan."""
+    from .._verdicts import both_variants_raise, model_error
+
+    own = model_error(cx.violation)
+    if own is not None:
+        return f"model error: {own}"
+    if expect == "violation":  # the variant that should fail: does the other one fail the same way?
+        return both_variants_raise(cx, params)
+    return None
+
+def _copy_scenario_file(cx: Any, copy: Path, label: str) -> None:
+    """A file-based scenario is copied next to its trace, which then names the copy and its SHA-256.
+
+    The report folder is then self-contained: copied elsewhere (a CI artifact),
+    its traces still replay, and a replay runs exactly the file that was hunted
+    (the trace's checksum covers the copy's SHA-256). A scenario of an installed
+    module or a registered race is named by its module, as before.
+    """
+    import hashlib
+
+    from ..explore._counterexample import _NAMED, resolve_scenario
+    from ..explore._scenarios import is_file_ref
+    from ..report import atomic_write_text
+
+    where, _, qualname = cx.scenario.rpartition(":")
+    if not is_file_ref(where):
+        return
+    try:
+        text = Path(where).read_bytes().decode("utf-8")
+        atomic_write_text(copy, text)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"warning: could not copy {where} next to the trace of {label} ({_one_line(exc)}); the trace names "
+              "the original file", file=sys.stderr)
+        return
+    ref = f"{copy.resolve().as_posix()}:{qualname}"
+    _NAMED[ref] = resolve_scenario(cx.scenario)  # this process keeps running the function it already loaded
+    cx.scenario = ref
+    cx.scenario_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+def _print_facts(cx: Any, label: str) -> None:
+    """Everything needed to replay a counterexample that could not be saved, on stderr: nothing is lost."""
+    params = " ".join(f"--param {k}={json.dumps(v)}" for k, v in cx.params.items())
+    choices = ",".join(str(c) for c in cx.choices)
+    print(printable(
+        f"the counterexample of {label}, so that nothing is lost: scenario {cx.scenario}, params "
+        f"{json.dumps(cx.params, sort_keys=True, default=repr)}, seed {cx.seed}, strategy {cx.strategy}, "
+        f"choices [{choices}]; violation: {cx.violation.describe()}. Replay it with: "
+        f"{PROG} replay {cx.scenario} {params} --choices {choices or '0'}".replace("  ", " ")),
+        file=sys.stderr,
+    )
+
+class _LiveProgress:
+    """A rich live line per search (runs explored, found yet?) on an interactive terminal only.
+
+    Piped or in CI the hunt prints plain lines instead; the live line is transient,
+    so it never mixes with the outcome line printed after it.
+    """
+
+    def __init__(self, console: Any) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self._task: Any = None
+
+    def start(self, description: str, total: int | None) -> Any:
+        self._progress.start()
+        self._task = self._progress.add_task(description, total=total, status="searching")
+
+        def hook(runs: int, found: bool) -> None:
+            status = "found; shrinking" if found else "searching"
+            self._progress.update(self._task, completed=runs, status=status)
+
+        return hook
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._progress.remove_task(self._task)
+            self._task = None
+        self._progress.stop()
+
+def _faults_for(args: argparse.Namespace, t: _Target) -> str | None:
+    """``--faults`` when given, else the registered race's own fault kinds (None for other scenarios)."""
+    return str(args.faults) if args.faults is not None else t.faults
+
+def _json_line(e: Any, cx: Any) -> dict[str, Any]:
+    return {
+        "race": e.name,
+        "variant": e.variant,
+        "found": e.found,
+        "verdict": e.verdict,
+        "expected": e.expected,
+        "expect": e.expect,
+        "params": e.params,
+        "violation_kind": e.violation_kind,
+        "model_error": e.model_error,
+        # time to find (search only), then what the shrink and the minimality proof took; runs/seconds: total
+        "found_at_run": e.found_at_run,
+        "found_after_s": None if e.found_after_s is None else round(e.found_after_s, 3),
+        "shrink_runs": e.shrink_runs,
+        "proof_runs": e.proof_runs,
+        "runs": e.runs,
+        "seconds": round(e.seconds, 3),
+        "deviations": e.deviations,
+        "steps": e.steps,
+        "proved_minimal": None if cx is None else cx.proved_minimal,
+        "trace": e.json_path,
+        "report": e.html_path,
+        "digest": None if cx is None else cx.digest(),
+        "signature": None if cx is None else cx.signature(),
+        "known_open": e.known_open,
+        "proof": None if cx is None else cx.proof,
+        "outcome": e.outcome,  # states the space: deviations counted, lag windows, fault kinds
+    }

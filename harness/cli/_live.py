@@ -1,0 +1,61 @@
+"""``live``: uncontrolled re-runs on Trio's own scheduler and a real clock, what a user without the harness sees."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .._errors import UsageError
+from .._interrupt import EXIT_INTERRUPTED
+from ._common import PROG, _n
+from ._targets import _label, _resolve_targets
+
+
+def _live(args: argparse.Namespace) -> int:
+    """Uncontrolled re-runs: what a user without the harness sees; exit codes as 'hunt'."""
+    from ..sim import repeat_live
+
+    if args.runs < 1 or args.time_scale <= 0 or not 0 <= args.jitter < 1 or args.timeout <= 0:
+        raise UsageError("use --runs >= 1, --time-scale > 0, 0 <= --jitter < 1 and --timeout > 0")
+    if args.seconds is not None and args.seconds <= 0:
+        raise UsageError("use --seconds > 0 (or leave it out)")
+    t = _resolve_targets([args.target], args.variant, args.param, live=True)[0]
+    variant = t.variants[0]
+    label = _label(t, variant)
+    if not args.json:
+        print(
+            f"{label} live: Trio's scheduler, real clock at {args.time_scale:g} s per virtual second, "
+            f"±{args.jitter:.0%} jitter, no injected faults; up to {_n(args.runs, 'run')}"
+            + (f" / {args.seconds:g} s" if args.seconds else ""),
+            flush=True,
+        )
+    try:
+        res = repeat_live(
+            t.scenario,
+            params=t.params_by_variant[variant],
+            runs=args.runs,
+            seconds=args.seconds,
+            seed=args.seed,
+            time_scale=args.time_scale,
+            jitter=args.jitter,
+            timeout=args.timeout,
+        )
+    except KeyboardInterrupt:
+        print(f"{PROG} live: interrupted; live runs keep nothing (hunt {t.name} for a replayable trace)",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    v = res.failure.violation if res.failure is not None else None
+    expected = res.found if variant == "buggy" or t.known_open else (not res.found) if variant == "fixed" else True
+    if args.json:
+        print(json.dumps({
+            "race": t.name, "variant": variant, "found": res.found, "expected": expected, "runs": res.runs,
+            "seconds": round(res.seconds, 3), "violation": v.describe() if v else None,
+            "time_scale": args.time_scale, "jitter": args.jitter,
+        }))
+    else:
+        print(res.outcome)
+        if res.found:
+            again = f" --variant {variant}" if variant else ""
+            print(f"to get a minimal, replayable counterexample: {PROG} hunt {t.name}{again}")
+    return 0 if expected else 1

@@ -1,0 +1,94 @@
+"""``replay``: one run of a trace file (untrusted input) or of a scenario under given choices, printed step by step."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from .._errors import HarnessError, ReplayDivergence, TraceFileError, UsageError
+from .._terminal import printable
+from ._common import _fmt, _n, _one_line
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from ..explore import Counterexample
+
+    target = args.file
+    if ":" in target and not Path(target).exists():
+        return _replay_scenario(args)
+    if args.param or args.choices is not None:
+        raise UsageError(
+            "--param and --choices go with a SCENARIO (package.module:function or path/to/file.py:function), "
+            "not with a trace FILE, whose parameters and choices are fixed by its checksum"
+        )
+    cx = Counterexample.load(target)
+    try:
+        out = cx.replay(check=False, notes=True)
+    except HarnessError as exc:
+        if isinstance(exc, UsageError):
+            raise
+        raise TraceFileError(f"{target}: {_one_line(exc)}") from None
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # the scenario itself raised while it was set up
+        raise TraceFileError(f"{target} could not be replayed: {type(exc).__name__}: {_one_line(exc)}") from None
+    diverged = cx.divergence(out)
+    if diverged is not None:
+        # a replay reads as a replay: what was replayed and where it left the trace, never a search's words
+        raise ReplayDivergence(f"replayed trace {target}: {diverged[1]}", step=diverged[0])
+    head = f"replaying trace {target}: {cx.scenario}({_fmt({**(cx.defaults or {}), **cx.params})})"
+    if getattr(args, "story", False) and not args.json:
+        from ..explore._story import tell
+
+        print(printable(head))
+        print(printable(tell(cx, out.trace)))
+        print(printable(f"replayed trace {target}: same violation; {_n(cx.deviations, 'deviation')}, "
+                        f"{_n(out.steps, 'step')}, digest {out.trace.digest()[:16]}"))
+        return 0
+    _print_replay(args, head, out, cx.deviations, verdict=f"replayed trace {target}: same violation")
+    return 0
+
+def _replay_scenario(args: argparse.Namespace) -> int:
+    from ..explore._scenarios import check_params, parse_params, raw_params, resolve
+    from ..sim import ReplayChooser, run_once
+
+    fn = resolve(args.file, error=UsageError, source="the command line")
+    params = check_params(fn, parse_params(args.param), args.file, raw_params(args.param))
+    text = (args.choices or "").replace(" ", "")
+    try:
+        choices = [int(c) for c in text.split(",")] if text else []
+    except ValueError:
+        choices = [-1]
+    if any(c < 0 for c in choices):
+        raise UsageError(f"--choices {args.choices!r} is not valid: use whole numbers >= 0 separated by commas, e.g. 0,1,0,2")
+    try:
+        out = run_once(fn, ReplayChooser(choices), params=params)
+    except KeyboardInterrupt:
+        raise
+    except HarnessError:
+        raise
+    except Exception as exc:
+        raise UsageError(f"{args.file} could not be run: {type(exc).__name__}: {_one_line(exc)}") from None
+    head = f"running {args.file}({_fmt(params)}) under choices [{','.join(map(str, choices))}]"
+    _print_replay(args, head, out, out.deviations)
+    return 0
+
+def _print_replay(args: argparse.Namespace, head: str, out: Any, deviations: int, *, verdict: str | None = None) -> None:
+    """The steps, then one closing line: ``verdict`` for a trace file ("replayed trace X: same violation")."""
+    violation = out.violation.describe() if out.violation else None
+    if args.json:
+        doc: dict[str, Any] = {
+            "violation": violation, "steps": out.steps, "deviations": deviations, "digest": out.trace.digest(),
+        }
+        if verdict is not None:
+            doc["replayed"] = verdict
+        print(json.dumps(doc))
+    else:
+        # a trace file is untrusted: its labels, parameters and messages never reach the terminal raw
+        print(printable(head))
+        print(printable(out.trace.render(notes=True)))
+        print(printable(f"=> {violation or 'no violation'}"))
+        tail = f"{_n(deviations, 'deviation')}, {_n(out.steps, 'step')}, digest {out.trace.digest()[:16]}"
+        print(printable(f"{verdict} ({violation}); {tail}" if verdict is not None else tail))

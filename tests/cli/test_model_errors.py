@@ -1,0 +1,173 @@
+"""Issue 29 item 1 and issue 26 items 1-2: a broken model is never the race found, a control can be declared,
+and what was searched (parameters, time to find apart from shrink and proof) is printed everywhere."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_support import LOST_UPDATE, assert_one_clean_error, json_lines, run_cli, run_main
+
+MODELS = '''
+import harness as h
+
+
+@h.scenario
+async def setup_breaks(world: h.World, *, fixed: bool = False, delay: float = 1.0) -> None:
+    """The scenario's own setup raises: the model never ran."""
+    async def worker() -> None:
+        await world.step("work")
+
+    world.spawn("ctrl", worker)
+    await world.step("create the cluster")
+    world.call_later(delay + "s", lambda: None)  # TypeError: the model is broken, not the controller
+
+
+@h.scenario
+async def panics_in_both(world: h.World, *, fixed: bool = False) -> None:
+    """A controller raises whatever the variant: the fix does not change it."""
+    cache: dict[str, int] = {}
+
+    async def controller() -> None:
+        await world.step("reconcile")
+        cache["missing"] += 1  # KeyError in both variants
+
+    world.spawn("ctrl", controller)
+
+
+@h.scenario
+async def panics_when_buggy(world: h.World, *, fixed: bool = False) -> None:
+    """A controller panics on a nil map only in the buggy variant: a panic is a bug, found as an exception."""
+    cache: dict[str, int] = {}
+
+    async def controller() -> None:
+        await world.step("reconcile")
+        if not fixed:
+            cache["missing"] += 1
+
+    world.spawn("ctrl", controller)
+'''
+
+
+@pytest.fixture
+def models(tmp_path: Path) -> Path:
+    (tmp_path / "models.py").write_text(MODELS)
+    (tmp_path / "model.py").write_text(LOST_UPDATE)
+    return tmp_path
+
+
+def test_bad_param_type_is_a_usage_error(models: Path) -> None:
+    cases = [
+        ("volcano_gang_close", "delete_at=abc", "delete_at takes a number"),
+        ("model.py:lost_update", "fixed=maybe", "fixed takes true or false"),
+        ("model.py:lost_update", "warm=1.5", "warm takes a whole number"),
+        ("model.py:lost_update", "wram=1", "it takes: fixed, warm"),
+    ]
+    for target, param, words in cases:
+        argv = ["hunt", target, "--param", param, "--report-dir", "out"]
+        if target == "volcano_gang_close":
+            argv[2:2] = ["--variant", "buggy"]
+        proc = run_cli(*argv, cwd=models)
+        assert proc.returncode == 2, (param, proc.stdout, proc.stderr)
+        assert_one_clean_error(proc.stderr, words)
+        assert not (models / "out").exists()  # refused before anything ran or was written
+    # what fits is taken: a str parameter gets the text as typed, true/false any case for a bool
+    from harness.explore._scenarios import check_params
+
+    async def fn(world: object, *, name: str = "x", on: bool = False, at: float | None = None) -> None: ...
+
+    assert check_params(fn, {"name": 3, "on": "TRUE", "at": None}, "fn", {"name": "3", "on": "TRUE", "at": "null"}) \
+        == {"name": "3", "on": True, "at": None}
+
+
+def test_scenario_setup_exception_is_a_model_error_not_found(models: Path) -> None:
+    proc = run_cli("hunt", "models.py:setup_breaks", "--variant", "buggy", "--report-dir", "out", cwd=models)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "[MODEL ERROR]" in proc.stdout and "[ok]" not in proc.stdout
+    assert "model error: the scenario raised TypeError at" in proc.stdout and "models.py:" in proc.stdout
+    proc = run_cli("hunt", "models.py:setup_breaks", "--variant", "buggy", "--json", "--report-dir", "out", cwd=models)
+    [rec] = json_lines(proc.stdout)
+    assert proc.returncode == 1
+    assert rec["verdict"] == "model-error" and rec["found"] is False and rec["expected"] is False
+    assert rec["model_error"].startswith("model error: the scenario raised TypeError at")
+    # a scenario hunted as is (no promise) is not "clean" either: a broken model fails
+    proc = run_cli("hunt", "models.py:setup_breaks", "--report-dir", "out", cwd=models)
+    assert proc.returncode == 1 and "[MODEL ERROR]" in proc.stdout
+
+
+def test_same_exception_in_both_variants_is_a_model_error(models: Path) -> None:
+    proc = run_cli("hunt", "models.py:panics_in_both", "--variant", "buggy", "--json", "--report-dir", "out",
+                   cwd=models)
+    [rec] = json_lines(proc.stdout)
+    assert proc.returncode == 1, proc.stderr
+    assert rec["verdict"] == "model-error" and rec["expected"] is False
+    assert "model error: both variants raise KeyError at" in rec["model_error"] and "'ctrl'" in rec["model_error"]
+    # the control: an exception only the buggy variant raises is a finding, labelled as an exception
+    proc = run_cli("hunt", "models.py:panics_when_buggy", "--variant", "both", "--report-dir", "out", cwd=models)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[ok] models.py:panics_when_buggy (buggy): " in proc.stdout and "actor raised" in proc.stdout
+    assert "found (exception)" in proc.stdout
+
+
+def test_expect_clean_exits_zero_for_a_clean_control(models: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A negative control: the buggy variant with the trigger switched off promises to stay clean."""
+    out_dir = str(models / "out")
+    code, out, err = run_main(capsys, "hunt", f"{models}/model.py:lost_update", "--variant", "buggy", "--param",
+                              "warm=0", "--expect", "clean", "--strategy", "exhaustive:1", "--report-dir", out_dir)
+    assert code == 1, out + err  # warm=0 still races: the control is not clean, and says so
+    assert "UNEXPECTED" in out
+    code, out, err = run_main(capsys, "hunt", f"{models}/model.py:lost_update", "--variant", "fixed", "--expect",
+                              "clean", "--report-dir", out_dir)
+    assert code == 0 and "[ok]" in out, out + err
+    # --expect wins over --variant's promise; --variant still means fixed=false
+    code, out, err = run_main(capsys, "hunt", f"{models}/model.py:lost_update", "--variant", "buggy", "--expect",
+                              "clean", "--json", "--report-dir", out_dir)
+    [rec] = json_lines(out)
+    assert code == 1 and rec["expect"] == "clean" and rec["found"] is True and rec["expected"] is False
+    code, out, err = run_main(capsys, "hunt", f"{models}/model.py:lost_update", "--param", "fixed=true", "--expect",
+                              "clean", "--json", "--report-dir", out_dir)
+    [rec] = json_lines(out)
+    assert code == 0 and rec["expect"] == "clean" and rec["expected"] is True and rec["params"] == {"fixed": True}
+
+
+def test_params_are_printed_everywhere(
+    models: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(models)
+    out_dir = models / "out"
+    argv = ["hunt", "model.py:lost_update", "--variant", "buggy", "--param", "warm=2", "--report-dir", "out"]
+    code, out, _ = run_main(capsys, *argv)
+    assert code == 0
+    summary = next(line for line in out.splitlines() if line.startswith("[ok]"))
+    assert "lost_update [warm=2] (buggy):" in summary
+    table = [line for line in out.splitlines() if "│" in line and "lost_update" in line]
+    assert table and "[warm=2]" in table[0]
+    code, out, _ = run_main(capsys, *argv, "--json")
+    [rec] = json_lines(out)
+    assert rec["params"] == {"warm": 2}
+    index = (out_dir / "index.html").read_text()
+    assert "warm=2" in index
+    page = (models / rec["report"]).read_text()
+    assert "warm=2" in page
+    assert json.loads((models / rec["trace"]).read_text())["params"]["warm"] == 2
+
+
+def test_json_separates_found_at_from_shrink_and_proof(models: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_main(capsys, "hunt", f"{models}/model.py:lost_update", "--variant", "buggy", "--strategy",
+                            "random", "--json", "--report-dir", str(models / "out"))
+    [rec] = json_lines(out)
+    assert code == 0 and rec["found"]
+    assert 1 <= rec["found_at_run"] <= rec["runs"]
+    assert 0 <= rec["found_after_s"] <= rec["seconds"]
+    assert rec["shrink_runs"] >= 1 and rec["proof_runs"] >= 1  # a random walk's run is shrunk, then proved minimal
+    assert rec["found_at_run"] + rec["shrink_runs"] + rec["proof_runs"] == rec["runs"]
+    code, out, _ = run_main(capsys, "hunt", f"{models}/model.py:lost_update", "--variant", "buggy", "--strategy",
+                            "random", "--report-dir", str(models / "out"))
+    head = next(line for line in out.splitlines() if "found at run" in line)
+    assert "shrink" in head and "proof" in head
+    # a clean search has no time to find
+    code, out, _ = run_main(capsys, "hunt", f"{models}/model.py:lost_update", "--variant", "fixed", "--json",
+                            "--report-dir", str(models / "out"))
+    [rec] = json_lines(out)
+    assert rec["found_at_run"] is None and rec["shrink_runs"] is None and rec["proof_runs"] is None
