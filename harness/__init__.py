@@ -22,8 +22,9 @@ from __future__ import annotations
 import sys
 
 if sys.argv[:1] == ["-m"]:  # `python -m harness` is importing its package: Ctrl-C now is one line and 130
+    # `_signal` and `os` are loaded with the interpreter; `signal` is not (its enums take a while to build)
+    import _signal  # type: ignore[import-not-found]  # no stubs: the C half of `signal`
     import os as _os
-    import signal as _signal
 
     def _startup_interrupt(signum: int, frame: object) -> None:
         """Until ``harness.__main__`` hands over (``_interrupt.end_of_startup``): no traceback from an import."""

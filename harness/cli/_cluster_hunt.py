@@ -28,6 +28,7 @@ def _check_cluster(args: argparse.Namespace) -> Any:
 
     return parse_cluster(args.cluster)
 
+
 def _hunt_on_cluster(
     args: argparse.Namespace, spec: Any, targets: list[_Target], budget: Any, out_dir: Path, kept: _Kept
 ) -> int:
@@ -40,7 +41,7 @@ def _hunt_on_cluster(
     if not args.json:
         from rich.console import Console
 
-        console = Console() if sys.stdout.isatty() else Console(width=130)
+        console = Console() if sys.stdout.isatty() else Console(width=140)
     searches, order = [], []
     for t in targets:
         for variant in t.variants:
@@ -73,6 +74,7 @@ def _hunt_on_cluster(
                 if not _save_other(f.counterexample, out_dir, entry, f.signature, kept, console):
                     write_failed = True
     return hunting._hunt_end(args, targets, entries, out_dir, console, kept, stop_requested(), write_failed)
+
 
 def _save_other(cx: Any, out_dir: Path, entry: Any, sig: str, kept: _Kept, console: Any) -> bool:
     """A second distinct failure of one search (another shard's): saved beside the first, named by signature."""

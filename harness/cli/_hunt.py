@@ -37,6 +37,7 @@ def _check_report_dir(text: str) -> Path:
         raise UsageError(f"--report-dir {text}: cannot be written ({exc.strerror or exc}); {fix}") from None
     return path
 
+
 @dataclass
 class _Kept:
     """What a hunt wrote so far, for the line an interrupt prints."""
@@ -45,6 +46,7 @@ class _Kept:
     unproved: list[str] = field(default_factory=list)
     index: str | None = None
     searches: int = 0
+
 
 def _hunt(args: argparse.Namespace) -> int:
     kept = _Kept()
@@ -58,6 +60,7 @@ def _hunt(args: argparse.Namespace) -> int:
 
     with sigint_requests_stop(second):
         return _hunt_checked(args, kept)
+
 
 def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
     from .._options import parse_fault_spec, parse_strategy
@@ -87,7 +90,7 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
         from rich.console import Console
 
         # piped or in CI: rich would assume 80 columns and truncate race names
-        console = Console() if sys.stdout.isatty() else Console(width=130)
+        console = Console() if sys.stdout.isatty() else Console(width=140)
     live = _LiveProgress(console) if console is not None and console.is_terminal else None
     entries: list[Any] = []
     interrupted = False
@@ -107,6 +110,7 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
         if interrupted:
             break
     return _hunt_end(args, targets, entries, out_dir, console, kept, interrupted, write_failed)
+
 
 def _hunt_end(
     args: argparse.Namespace, targets: list[_Target], entries: list[Any], out_dir: Path, console: Any, kept: _Kept,
@@ -149,11 +153,13 @@ def _hunt_end(
     ok = all(e.expected for e in entries) and len(entries) == planned and not write_failed
     return 0 if ok else 1
 
+
 def _run_budget(t: _Target, budget: Any) -> Any:
     """The hunt's --budget, else the race's own, else explore()'s default."""
     from ..explore import Budget
 
     return budget or (Budget(runs=t.budget) if t.budget else Budget())
+
 
 def _hunt_one(
     t: _Target, variant: str, args: argparse.Namespace, budget: Any, out_dir: Path, console: Any, live: Any, kept: _Kept,
@@ -270,6 +276,7 @@ def _hunt_one(
                 console.print(printable(f"    {line}"), markup=False, highlight=False, soft_wrap=True)
     return entry, failed
 
+
 def _model_error(cx: Any, params: dict[str, Any], expect: str | None) -> str | None:
     """A broken model, not the race: the scenario's own actor raised, or both variants raise alike under one plan."""
     from .._verdicts import both_variants_raise, model_error
@@ -280,6 +287,7 @@ def _model_error(cx: Any, params: dict[str, Any], expect: str | None) -> str | N
     if expect == "violation":  # the variant that should fail: does the other one fail the same way?
         return both_variants_raise(cx, params)
     return None
+
 
 def _copy_scenario_file(cx: Any, copy: Path, label: str) -> None:
     """A file-based scenario is copied next to its trace, which then names the copy and its SHA-256.
@@ -310,6 +318,7 @@ def _copy_scenario_file(cx: Any, copy: Path, label: str) -> None:
     cx.scenario = ref
     cx.scenario_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
 
+
 def _print_facts(cx: Any, label: str) -> None:
     """Everything needed to replay a counterexample that could not be saved, on stderr: nothing is lost."""
     params = " ".join(f"--param {k}={json.dumps(v)}" for k, v in cx.params.items())
@@ -321,6 +330,7 @@ def _print_facts(cx: Any, label: str) -> None:
         f"{PROG} replay {cx.scenario} {params} --choices {choices or '0'}".replace("  ", " ")),
         file=sys.stderr,
     )
+
 
 class _LiveProgress:
     """A rich live line per search (runs explored, found yet?) on an interactive terminal only.
@@ -359,9 +369,11 @@ class _LiveProgress:
             self._task = None
         self._progress.stop()
 
+
 def _faults_for(args: argparse.Namespace, t: _Target) -> str | None:
     """``--faults`` when given, else the registered race's own fault kinds (None for other scenarios)."""
     return str(args.faults) if args.faults is not None else t.faults
+
 
 def _json_line(e: Any, cx: Any) -> dict[str, Any]:
     return {

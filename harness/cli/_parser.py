@@ -13,7 +13,8 @@ _EXIT_CODES = {
         "exit codes:\n"
         "  0    every search ended as its variant promises: buggy found, fixed clean (known-open cases\n"
         "       excepted and listed); a scenario hunted without --variant promises nothing\n"
-        "  1    some search did not, or a report file could not be written (the finding is printed)\n"
+        "  1    some search did not, or a report file could not be written (the finding is printed), or the\n"
+        "       model is broken: the scenario's own code raised, or both variants raise alike (a model error)\n"
         "  2    bad usage: unknown race or scenario, bad --param, --budget, --strategy or --report-dir, or a\n"
         "       --cluster that cannot be reached\n"
         "  130  interrupted: the counterexamples found so far and the index are written first\n"
@@ -38,9 +39,11 @@ _EXIT_CODES = {
     "list": "exit codes:\n  0    listed\n  2    bad usage",
 }
 
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
 
 def _parser() -> _Parser:
     from .. import __version__
@@ -146,6 +149,7 @@ def _parser() -> _Parser:
         "to the violation, and its virtual time) instead of every step",
     )
     return p
+
 
 def _add_param(p: argparse.ArgumentParser, note: str = "") -> None:
     p.add_argument(

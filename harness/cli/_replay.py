@@ -50,6 +50,7 @@ def _replay(args: argparse.Namespace) -> int:
     _print_replay(args, head, out, cx.deviations, verdict=f"replayed trace {target}: same violation")
     return 0
 
+
 def _replay_scenario(args: argparse.Namespace) -> int:
     from ..explore._scenarios import check_params, parse_params, raw_params, resolve
     from ..sim import ReplayChooser, run_once
@@ -74,6 +75,7 @@ def _replay_scenario(args: argparse.Namespace) -> int:
     head = f"running {args.file}({_fmt(params)}) under choices [{','.join(map(str, choices))}]"
     _print_replay(args, head, out, out.deviations)
     return 0
+
 
 def _print_replay(args: argparse.Namespace, head: str, out: Any, deviations: int, *, verdict: str | None = None) -> None:
     """The steps, then one closing line: ``verdict`` for a trace file ("replayed trace X: same violation")."""

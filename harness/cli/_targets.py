@@ -32,6 +32,7 @@ class _Target:
     #: the --param values given on the command line, shown with every result
     given: dict[str, Any] = field(default_factory=dict)
 
+
 def _resolve_targets(
     names: Sequence[str], variant: str | None, param_items: Sequence[str], *, live: bool, expect: str | None = None
 ) -> list[_Target]:
@@ -53,8 +54,6 @@ def _resolve_targets(
                     "package.module:function or path/to/file.py:function"
                 )
             variants = (["buggy"] if live else ["buggy", "fixed"]) if variant in (None, "both") else [variant]
-            if "fixed" in params:
-                variants = ["fixed" if params["fixed"] else "buggy"]
             t = _Target(
                 name, race.scenario, {**race.params, **params}, variants, race, race.title, race.upstream,
                 race.known_open, race.budget, race.strategy, race.faults,
@@ -63,8 +62,10 @@ def _resolve_targets(
             fn = resolve(name, error=UsageError, source="the command line")
             variants = [""] if variant is None else ["buggy", "fixed"] if variant == "both" else [variant]
             t = _Target(name, fn, dict(params), variants)
-        t.params = check_params(t.scenario, t.params, name, typed)
+        t.params = check_params(t.scenario, t.params, name, typed)  # "fixed=False" is False from here on
         t.given = {k: t.params[k] for k in params}
+        if t.race is not None and "fixed" in params:
+            t.variants = ["fixed" if t.params["fixed"] is True else "buggy"]
         for v in t.variants:
             p = dict(t.params) if not v else {**t.params, "fixed": v == "fixed"}
             if v and t.race is None:
@@ -80,9 +81,11 @@ def _resolve_targets(
         targets.append(t)
     return targets
 
+
 def _label(t: _Target, variant: str) -> str:
     shown = f"{t.name} [{_fmt_given(t.given)}]" if t.given else t.name
     return f"{shown} ({variant})" if variant else shown
+
 
 def _fmt_given(params: dict[str, Any]) -> str:
     """``drops=false, name=web``: the --param values as they are typed."""

@@ -20,7 +20,13 @@ colleague), so it may only name a *marked* scenario:
 
 The mark is checked twice: first in the module's *source*, located and parsed
 without executing anything, so a file naming ``os:system`` imports nothing and
-calls nothing; then on the imported object. Modules that provide registered
+calls nothing; the decorator counts only when it resolves through the module's
+own imports to :func:`scenario` (a look-alike ``scenario = lambda f: f`` is no
+mark, see :class:`_Names`); then on the imported object. A name the source does
+not define at all is reported as missing ("no function 'scenaro' in model.py
+(did you mean 'scenario'?)") before any question of marking. Where a trace's
+file may lie (under the trace's folder or the current one) is checked when the
+trace is loaded (``_counterexample._check_scenario_file``). Modules that provide registered
 races are imported without the source check (the entry point itself says they
 hold scenarios), and the object check still applies. The CLI resolves what a
 user types by the same rules, so whatever ``hunt`` accepts, ``replay`` accepts.

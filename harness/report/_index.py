@@ -84,6 +84,8 @@ _VERDICT_WORDS = {
 def verdict_words(entry: ReportEntry) -> str:
     """The verdict for a person; a known-open case says so."""
     words = _VERDICT_WORDS.get(entry.verdict, entry.verdict)
+    if entry.found and entry.violation_kind == "actor-raised":
+        words = "exception found (an actor raised)"  # a panic in a controller, apart from an oracle violation
     if entry.known_open and entry.found:
         words += " — known open upstream"
     return words
@@ -307,7 +309,8 @@ def render_summary(entries: list[ReportEntry], console: Any, *, title: str | Non
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", padding=(0, 1))
-    table.add_column("race", overflow="fold", min_width=24)
+    names = [_summary_name(e) for e in entries]
+    table.add_column("race", overflow="fold", min_width=min(40, max((len(n) for n in names), default=10)))
     table.add_column("variant", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     # time to find apart from the shrink and the proof (found_at_run, found_after_s, shrink_runs and proof_runs
@@ -320,7 +323,7 @@ def render_summary(entries: list[ReportEntry], console: Any, *, title: str | Non
         style = "bold red" if e.found and not e.known_open else "yellow" if e.known_open else "green"
         if not e.expected:
             style += " reverse"
-        name = f"{e.name} [{', '.join(f'{k}={_param_text(v)}' for k, v in e.params.items())}]" if e.params else e.name
+        name = _summary_name(e)
         found_at = "—" if e.found_at_run is None else f"{e.found_at_run:,}"
         if e.found_after_s is not None:
             found_at += f" ({e.found_after_s:.2f} s)"
@@ -349,6 +352,11 @@ def _short_verdict(e: ReportEntry) -> str:
     if e.known_open and e.found:
         text += " (known open)"
     return text if e.expected else f"{text} UNEXPECTED"
+
+
+def _summary_name(e: ReportEntry) -> str:
+    """The race or test, with the ``--param`` values it was searched with: ``model.py:fn [drops=false]``."""
+    return f"{e.name} [{', '.join(f'{k}={_param_text(v)}' for k, v in e.params.items())}]" if e.params else e.name
 
 
 def _count(n: int | None) -> str:
