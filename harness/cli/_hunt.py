@@ -231,10 +231,12 @@ def _hunt_one(
                 print(f"warning: could not write the HTML report for {label}: {_one_line(exc)}", file=sys.stderr)
     expect = t.expect_by_variant.get(variant)
     broken = _model_error(cx, t.params_by_variant[variant], expect) if cx is not None else None
+    if result.runaway is not None:  # its own finding: never the race, never as promised (exit 1)
+        broken = f"runaway: {result.runaway}"
     entry = ReportEntry(
         name=t.name,
         variant=variant,
-        verdict="model-error" if broken else result.verdict,
+        verdict="runaway" if result.runaway is not None else "model-error" if broken else result.verdict,
         outcome=f"{broken}; {result.outcome}" if broken else result.outcome,
         found=cx is not None and broken is None,
         runs=result.runs,
@@ -263,6 +265,8 @@ def _hunt_one(
     elif console is not None:
         if result.verdict == "interrupted":
             mark = "interrupted"
+        elif result.runaway is not None:
+            mark = "RUNAWAY"
         elif broken:
             mark = "MODEL ERROR"
         elif expect is None:
@@ -271,7 +275,7 @@ def _hunt_one(
             mark = "ok" if entry.expected else "UNEXPECTED"
         console.print(f"[{mark}] {printable(label)}: {printable(outcome)}", markup=False, highlight=False,
                       soft_wrap=True)
-        if cx is not None and result.verdict != "interrupted" and not broken:
+        if cx is not None and result.verdict != "interrupted" and (not broken or result.verdict == "runaway"):
             for line in cx.story().lines:  # the story under each counterexample: what Kubernetes did
                 console.print(printable(f"    {line}"), markup=False, highlight=False, soft_wrap=True)
     return entry, failed

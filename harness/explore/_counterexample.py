@@ -45,8 +45,9 @@ from ._scenarios import file_of_module, name_of, portable_ref, split_ref
 from ._scenarios import resolve as resolve_marked
 from ._story import Story, presented, tell
 
-#: trace format versions this harness still replays (1: positional choices only, no plan; 2: no ``defaults``)
-READABLE_VERSIONS = (1, 2, FORMAT_VERSION)
+#: trace format versions this harness still replays (1: positional choices only, no plan; 2: no ``defaults``;
+#: 3: float time: its plan replays as written, its positional choices may diverge where time was rounded)
+READABLE_VERSIONS = (1, 2, 3, FORMAT_VERSION)
 
 FORMAT_NAME = "race-harness-trace"
 
@@ -149,6 +150,10 @@ def resolve_scenario(ref: str, *, base: Path | None = None) -> Scenario:
     if named is not None:
         return named
     return resolve_marked(ref, base=base)
+
+
+#: lines of a runaway's program: enough for the loop's first iterations
+_LOOP_LINES = 40
 
 
 @dataclass
@@ -354,14 +359,21 @@ class Counterexample:
             if r.choice and self.plan is None:
                 keep.update(range(max(0, i - context), min(len(recs), i + context + 1)))
         keep.update(range(max(0, len(recs) - 2), len(recs)))
+        order = sorted(keep)
+        cut = 0
+        if self.violation.kind in ("runaway", "livelock") and len(order) > _LOOP_LINES:
+            # a run that never ends: its first iterations say what loops; 200,000 lines say nothing more
+            cut, order = len(recs) - order[_LOOP_LINES - 1] - 1, order[:_LOOP_LINES]
         last = -1
-        for i in sorted(keep):
+        for i in order:
             if last >= 0 and i > last + 1:
                 lines.append(f"      ... {i - last - 1} canonical steps ...")
             elif last < 0 and i > 0:
                 lines.append(f"      ... {i} canonical steps ...")
             lines.append("  " + recs[i].describe())
             last = i
+        if cut:
+            lines.append(f"      ... the loop goes on for {cut:,} more steps (a runaway: its first iterations are shown)")
         lines.append(f"  {story.verdict}")
         return "\n".join(lines)
 
@@ -396,7 +408,8 @@ class Counterexample:
             "defaults": self.defaults,
             "strategy": self.strategy,
             "seed": self.seed,
-            "limits": {"max_steps": self.limits.max_steps, "max_time": self.limits.max_time},
+            "limits": {"max_steps": self.limits.max_steps, "max_time": self.limits.max_time,
+                       "max_steps_per_instant": self.limits.max_steps_per_instant},
             "choices": self.choices,
             "plan": None if self.plan is None else [e.to_json() for e in self.plan],
             "faults": None if self.faults is None else sorted(self.faults),
@@ -481,7 +494,8 @@ class Counterexample:
                 violation=Violation.from_json(dict(raw["violation"])),
                 strategy=str(raw.get("strategy", "")),
                 seed=None if raw.get("seed") is None else int(raw["seed"]),
-                limits=Limits(int(lim.get("max_steps", Limits.max_steps)), float(lim.get("max_time", Limits.max_time))),
+                limits=Limits(int(lim.get("max_steps", Limits.max_steps)), float(lim.get("max_time", Limits.max_time)),
+                              int(lim.get("max_steps_per_instant", Limits.max_steps_per_instant))),
                 proved_minimal=raw.get("proved_minimal"),
                 meta=dict(raw.get("meta") or {}),
                 path=str(path),

@@ -62,7 +62,7 @@ from ..sim import (
 from ._counterexample import Counterexample, Scenario, scenario_ref
 from ._exhaustive import _dedup, _PlanSearch, _search_exhaustive
 from ._hypothesis import _hypothesis_chunk, _Pools, _search_hypothesis
-from ._runner import MAX_FAULTS, Budget, _failed, _mix, _plural, _Runner, describe_faults
+from ._runner import MAX_FAULTS, RUNAWAY_KINDS, Budget, _failed, _mix, _plural, _Runner, describe_faults
 
 
 # ------------------------------------------------------------- strategies
@@ -210,7 +210,7 @@ class Result:
     scenario: str
     params: dict[str, Any]
     strategy: str
-    verdict: str  # "found" | "proved-clean" | "none-found" | "interrupted"
+    verdict: str  # "found" | "proved-clean" | "none-found" | "interrupted" | "runaway"
     runs: int
     steps: int
     seconds: float
@@ -233,10 +233,13 @@ class Result:
     divergence: str | None = None
     #: plans the exhaustive referee's reduction left out (reorderings of independent actions)
     skipped: int = 0
+    #: a run that never ended (step limit, livelock), in words with the phase that met it; its own finding
+    runaway: str | None = None
 
     @property
     def found(self) -> bool:
-        return self.counterexample is not None
+        """A violation of the model's oracles was found (a runaway is not one: see ``runaway``)."""
+        return self.counterexample is not None and self.verdict != "runaway"
 
     @property
     def outcome(self) -> str:
@@ -251,6 +254,10 @@ class Result:
                 f"{_plural(cx.deviations, 'deviation')}, {cx.steps} steps"
             )
         where = f"explored {self.runs:,} {_plural(self.runs, 'run')} in {self.seconds:.2f} s"
+        if self.verdict == "runaway" and self.counterexample is not None:
+            cx = self.counterexample
+            return (f"{where}: {cx.violation.describe()}: a run that never ends is its own finding, not the race "
+                    f"(step {cx.steps:,}; replay it to see the loop)")
         if self.counterexample is not None:
             cx = self.counterexample
             proof = f" ({cx.proof})" if cx.proof else ""
@@ -442,19 +449,27 @@ def minimize(
             return _Minimum(out, None, None, "not proved minimal: the run could not be written as a plan")
         out, plan = written
     if shrink:
+        if runner.runaway is None:
+            runner.runaway_in = "shrink"
         out, plan = shrink_plan(runner, out, plan)
     shrunk_at = runner.runs
+    if runner.runaway is not None:
+        return _Minimum(out, plan, None, f"not proved minimal: a run of the {runner.runaway_in} ran away "
+                        "(reported apart)", shrunk_at=shrunk_at)
     if not prove:
         return _Minimum(out, plan, None, "minimality not checked", shrunk_at=shrunk_at)
     target = out.violation
     assert target is not None
     k = len(plan)
-    sub = runner.sub(_proof_budget(proof_budget, k))
+    sub = runner.sub(_proof_budget(proof_budget, k), phase="minimality proof")
     search = _PlanSearch(sub, k, lambda o: target.same_bug(o.violation))
     try:
         search.run()
     finally:
         runner.absorb(sub)
+    if sub.runaway is not None:
+        return _Minimum(out, plan, None, "not proved minimal: a run of the minimality proof ran away (reported apart)",
+                        shrunk_at=shrunk_at)
     if search.found is not None:
         found_out, found_plan = search.found
         return _Minimum(found_out, found_plan, True, "proved minimal", shrunk_at=shrunk_at)
@@ -596,9 +611,22 @@ def explore(
         cx.proof = best.proof
         if best.proved is None and best.proof:
             notes.append(best.proof)
+    runaway: str | None = None
+    if runner.runaway is not None:
+        ran = runner.runaway
+        assert ran.violation is not None
+        runaway = f"{ran.violation.describe()} (a run of the {runner.runaway_in})"
+        if cx is None:  # the runaway is the finding: kept as it ran, never shrunk or proved as if it were the bug
+            cx = Counterexample.from_outcome(ref, params, ran, strategy=strat.describe(), seed=seed, limits=limits,
+                                             plan=None, faults=kinds)
+            cx.proof = "a runaway: not shrunk"
+        else:
+            notes.append(f"{runaway}: the search stopped there")
     verdict = (
         "interrupted"
         if runner.interrupted
+        else "runaway"
+        if runaway is not None and cx is not None and ran_away_cx(cx)
         else "found"
         if cx is not None
         else "proved-clean"
@@ -626,7 +654,13 @@ def explore(
         replayed=strat.source if isinstance(strat, Replay) else None,
         divergence=replay_divergence,
         skipped=skipped,
+        runaway=runaway,
     )
+
+
+def ran_away_cx(cx: Counterexample) -> bool:
+    """Whether a counterexample is a run that never ended (see :func:`ran_away`)."""
+    return cx.violation.kind in RUNAWAY_KINDS
 
 
 def _search_portfolio(runner: _Runner, strat: Portfolio) -> tuple[RunOutcome | None, str | None]:

@@ -84,15 +84,22 @@ class _Runner:
         self.first_failure: tuple[int, float] | None = None
         #: called after every run with (runs, failed so far?) -- for live progress displays
         self.progress: Callable[[int, bool], None] | None = None
+        #: the first run that ran away (step limit, livelock) and in which phase; it stops every search
+        self.runaway: RunOutcome | None = None
+        self.runaway_in = "search"
 
-    def sub(self, runs: int) -> _Runner:
+    def sub(self, runs: int, phase: str = "search") -> _Runner:
         """A runner for a sub-search (shrink, proof) with its own run budget; counts roll up via absorb()."""
-        return _Runner(self.scenario, self.params, self.limits, Budget(runs=runs), self.faults)
+        sub = _Runner(self.scenario, self.params, self.limits, Budget(runs=runs), self.faults)
+        sub.runaway_in = phase
+        return sub
 
     def absorb(self, other: _Runner) -> None:
         self.runs += other.runs
         self.steps += other.steps
         self.interrupted = self.interrupted or other.interrupted
+        if self.runaway is None and other.runaway is not None:
+            self.runaway, self.runaway_in = other.runaway, other.runaway_in
 
     def run_many(self, choosers: Iterator[Any]) -> RunOutcome | None:
         """Runs in one ``trio.run`` until one fails or the budget is spent; the failing run, if any."""
@@ -117,6 +124,8 @@ class _Runner:
 
     def _account(self, out: RunOutcome) -> None:
         self.runs += 1
+        if self.runaway is None and ran_away(out):
+            self.runaway = out
         if self.first_failure is None and _failed(out):
             self.first_failure = (self.runs, self.elapsed())
         if self.progress is not None:
@@ -157,6 +166,8 @@ class _Runner:
         if self.interrupted or stop_requested():
             self.interrupted = True
             return True
+        if self.runaway is not None:  # its own finding: no search goes on past it (see ran_away)
+            return True
         if b.runs is not None and self.runs >= b.runs:
             return True
         return b.seconds is not None and self.elapsed() >= b.seconds
@@ -166,8 +177,22 @@ class _Runner:
         return f"{describe_faults(self.faults)}; {lag}"
 
 
+#: verdicts that say the run never ended, not that the model's oracle broke
+RUNAWAY_KINDS = frozenset({"runaway", "livelock"})
+
+
+def ran_away(out: RunOutcome) -> bool:
+    """A run that hit the step limit or looped at one instant: a finding of its own.
+
+    It never counts as the bug a search looks for (a buggy variant's expected
+    violation), is never shrunk or proved minimal as if it were, and stops the
+    search that met it, so a proof never spends its budget on 200,000-step runs.
+    """
+    return out.violation is not None and out.violation.kind in RUNAWAY_KINDS
+
+
 def _failed(out: RunOutcome) -> bool:
-    return out.violation is not None and out.violation.kind != "interrupted"
+    return out.violation is not None and out.violation.kind != "interrupted" and out.violation.kind not in RUNAWAY_KINDS
 
 
 #: faults one random/PCT run may inject at most

@@ -64,7 +64,10 @@ class APIServer:
         :class:`ServerTimeout` for a write that happened.
     ``stale_read`` (``stale_reads=True``)
         a ``list(..., resource_version="0")`` or an informer's LIST is served by
-        a watch cache that lags by up to ``stale_window`` seconds.
+        a watch cache that lags by up to ``stale_window`` seconds: each older
+        revision of the kind within the window is a fault point of its own
+        (:meth:`stale_revision`), and an informer's view stays at the revision
+        it listed until the lagging cache catches up.
 
     Time: a write's response may come up to ``response_window`` seconds
     (default 1 s) after its commit; watch events of the commit may be
@@ -241,11 +244,15 @@ class APIServer:
         """
         await self._enter("list", kind, namespace or "", "*")
         if resource_version == "0":
-            stale = self.stale_revision(kind, f"list {kind} served by a watch cache lagging {self.stale_window:g} s")
+            stale = self.stale_revision(kind, f"list {kind} served by a lagging watch cache")
             if stale is not None:
+                if self._world.noting:
+                    self._world.note(f"LIST {kind} served by a lagging watch cache at rv={stale[0]} (the revision "
+                                     f"of {stale[1]}; the apiserver is at rv={self._rv})", kind="list", rv=stale[0],
+                                     stale=True)
                 return [
                     o.deepcopy()
-                    for o in self.snapshot_at(kind, stale)
+                    for o in self.snapshot_at(kind, stale[0])
                     if (namespace is None or o.namespace == namespace) and o.matches(selector)
                 ]
         return [o.deepcopy() for o in self._select(kind, namespace, selector)]
@@ -600,11 +607,58 @@ class APIServer:
         self.compacted_rv = self._rv
         return self._rv
 
-    def stale_revision(self, kind: str, label: str) -> int | None:
-        """A ``stale_read`` fault point: the older revision a lagging watch cache serves, or None (fresh)."""
-        if not self._world.fault("stale_read", label, key=kind, default=self._stale):
+    def stale_revisions(self, kind: str) -> builtins.list[tuple[int, str, float]]:
+        """The older revisions a watch cache lagging up to ``stale_window`` may serve a LIST of ``kind`` at.
+
+        Each is ``(rv, name, until)``: the revision, the event that made it
+        (kind, object, event, occurrence: "MODIFIED default/rmq #2 (deleting)";
+        a plan names a revision by its event, never by its number, because
+        numbers shift when another plan entry is removed), and the instant the
+        lagging cache must have moved past it (the next event of ``kind`` plus
+        the window: a replica lags at most ``stale_window`` seconds). Only
+        revisions at which the objects of ``kind`` differ from the present
+        are listed, oldest first: the state current ``stale_window`` seconds
+        ago, then the state after each later event of the kind but the last.
+        """
+        now = self._world.now
+        since = now - self.stale_window
+        seen: dict[tuple[str, str], int] = {}
+        base: tuple[int, str] | None = None
+        later: builtins.list[tuple[int, str, float]] = []  # (rv, name, commit time)
+        for when, ev in self._log:
+            obj = ev.object
+            if obj.kind != kind:
+                continue
+            n = seen[(obj.key, ev.type)] = seen.get((obj.key, ev.type), 0) + 1
+            name = f"{ev.type} {obj.key}" + (f" #{n}" if n > 1 else "") + (
+                " (deleting)" if ev.type != DELETED and obj.deletion_timestamp is not None else "")
+            if when <= since:
+                base = (obj.resource_version, name)
+            else:
+                later.append((obj.resource_version, name, when))
+        if not later:
+            return []  # nothing of this kind changed within the window: a lagging cache serves the present
+        first = (max(self.revision_at(since), base[0]) if base else self.revision_at(since),
+                 base[1] if base else f"no {kind} yet")
+        states = [first, *((rv, name) for rv, name, _ in later[:-1])]
+        return [(rv, name, later[i][2] + self.stale_window) for i, (rv, name) in enumerate(states)
+                if rv >= self.compacted_rv]
+
+    def stale_revision(self, kind: str, label: str) -> tuple[int, str, float] | None:
+        """The ``stale_read`` fault points of one LIST: the older revision a lagging watch cache serves, or None.
+
+        One fault point per revision of :meth:`stale_revisions` ("<label> at the
+        revision of MODIFIED default/rmq (deleting)"): which revision a lagging
+        replica serves is the search's choice, as Sieve's time-travel plans
+        choose it (Sun et al., OSDI 2022), never a constant lag. Returns
+        ``(rv, name, until)``; ``until`` is when the lagging cache has caught up.
+        """
+        if not self._world.fault_enabled("stale_read", self._stale):
             return None
-        return min(self._rv, self.revision_at(self._world.now - self.stale_window))
+        for rv, name, until in self.stale_revisions(kind):
+            if self._world.fault("stale_read", f"{label} at the revision of {name}", key=kind, default=self._stale):
+                return rv, name, until
+        return None
 
 
 #: the footprint resource of the revision counter (and the history it indexes), shared by every kind

@@ -142,10 +142,13 @@ not name the kinds itself; README "Fault kinds" has the same table)
     resourceVersion, a sync (handlers with a resync period hear of it, others
     do not); a second DELETED reaches every handler again (``RealFIFO`` queues
     every delete; ``processDeltas`` calls ``OnDelete``).
-``stale_read`` (the apiserver's ``stale_reads=True``)
-    a LIST is served by a watch cache lagging ``stale_window`` seconds (a
-    restarted controller that lists from a stale apiserver: "time travel");
-    the watch then continues from that older revision.
+``stale_read`` (the apiserver's ``stale_reads=True``), one point per older revision
+    a LIST is served by a lagging watch cache at a revision of the window
+    the search chooses, named by the event that made it (a restarted
+    controller that lists from a stale apiserver: Sieve's "time travel");
+    the view stays frozen there, no newer event of the kind delivered, until
+    the cache catches up (at the latest ``stale_window`` after the next
+    event), and then the watch sends what came after.
 """
 
 from __future__ import annotations
@@ -423,6 +426,7 @@ class Informer:
         self._list_at = 0.0  # nominal time of the next LIST or re-watch
         self._list_window = self.max_lag
         self._rewatch = False  # a re-watch from _last_rv is pending
+        self._catching_up = False  # ... and it is a stale LIST's frozen view catching up
         self._last_rv = 0  # LastSyncResourceVersion: the list's, or the last event received
         self._failures = 0
         self._last_failure = -math.inf
@@ -663,6 +667,10 @@ class Informer:
             label = f"{self.name} list"
             when, latest = self._list_at, self._list_at + self._list_window
             fn = self._do_list
+        elif self._rewatch and self._catching_up:
+            label = f"{self.name} view catches up: the lagging watch cache sends what came after rv={self._last_rv}"
+            when, latest = self._list_at, self._list_at
+            fn = self._do_rewatch
         elif self._rewatch:
             label = f"{self.name} re-watch from rv={self._last_rv}"
             when, latest = self._list_at, self._list_at + self.max_lag
@@ -677,8 +685,18 @@ class Informer:
         if self._stopped:
             return
         self._rewatch = False
-        self.rewatches += 1
         world = self._world
+        if self._catching_up:  # not a request of its own: the lagging cache's stream goes on
+            self._catching_up = False
+            missed = self._api.events_since(self.kind, self._last_rv)
+            if world.noting:
+                world.note(f"the lagging watch cache catches up: the frozen view of {self.kind} at rv={self._last_rv} "
+                           f"gets {len(missed)} later event(s)", kind="watch", keys=[e.object.ref for e in missed],
+                           rv=self._last_rv, resent=len(missed))
+            self._receive(missed)
+            self._pump()
+            return
+        self.rewatches += 1
         if world.fault(
             "transient_error",
             f"{self.name} re-watch fails (timeout); relists after backoff",
@@ -751,15 +769,24 @@ class Informer:
         self._pump()
 
     def _relist(self) -> None:
-        """``Reflector.list`` + ``syncWith`` -> ``Replace``; the LIST may come from a lagging watch cache."""
+        """``Reflector.list`` + ``syncWith`` -> ``Replace``; the LIST may come from a lagging watch cache.
+
+        A stale LIST (the ``stale_read`` fault at one of the older revisions the
+        window holds: :meth:`APIServer.stale_revision`) leaves the view frozen
+        there: the watch is served by the same lagging cache, so no newer event
+        of the kind arrives until the cache catches up (at the latest the
+        window after the next event: a replica lags at most ``stale_window``),
+        and then the watch resends what came after the listed revision. This is
+        Sieve's time travel: a restarted controller that lists from a lagging
+        apiserver acts on a past it cannot tell from the present.
+        """
         api = self._api
-        stale = api.stale_revision(
-            self.kind, f"{self.name} lists from a watch cache lagging {api.stale_window:g} s"
-        )
+        stale = api.stale_revision(self.kind, f"{self.name} lists from a lagging watch cache")
         if stale is None:
             objects, rv = api.snapshot(self.kind)
         else:
-            objects, rv = api.snapshot_at(self.kind, stale), stale
+            rv = stale[0]
+            objects = api.snapshot_at(self.kind, rv)
         self._needs_list = False
         self._list_window = self.max_lag
         self.relists += 1
@@ -773,8 +800,10 @@ class Informer:
         else:
             self._process_replace(deltas)
         if stale is not None:
-            # the watch continues from the stale revision: what came after is still to be delivered
-            self._receive(api.events_since(self.kind, stale))
+            # frozen: the watch opens on the lagging cache and sends nothing newer until it catches up
+            self._rewatch = True
+            self._catching_up = True
+            self._list_at = max(self._world.now, stale[2])
         if not self._synced.is_set():
             self._synced.set()
 
@@ -865,12 +894,14 @@ class Informer:
         self._world.note(f"{call} {obj.ref} rv={obj.resource_version}{was}{tomb}", kind="handler", key=obj.ref,
                          handler=call, rv=obj.resource_version, listener=by)
 
-    def _note_list(self, objects: builtins.list[KubeObject], rv: int, stale: int | None,
+    def _note_list(self, objects: builtins.list[KubeObject], rv: int, stale: tuple[int, str, float] | None,
                    deltas: builtins.list[_Replacement]) -> None:
         """The note of a LIST: its revision, what it returned, and (for a relist) what it will replace."""
         names = ", ".join(o.key for o in objects[:6]) + (", ..." if len(objects) > 6 else "")
         n = len(objects)
-        where = f"a watch cache lagging behind rv={self._api.resource_version}" if stale is not None else "the apiserver"
+        where = "the apiserver" if stale is None else (
+            f"a lagging watch cache (the revision of {stale[1]}; the apiserver is at rv={self._api.resource_version}); "
+            f"the view stays there until t={stale[2]:.3f}")
         first = "" if self.relists <= 1 else "re"
         tombs = [d for d in deltas if d[0] == "tombstone"]
         keys = [o.ref for o in objects] + [t.obj.ref for _, t in tombs if isinstance(t, DeletedFinalStateUnknown)]

@@ -13,10 +13,21 @@ and labelled so a finding reads "operator crashes before delete StatefulSet".
 
 A crash shuts down the incarnation's work queues and stops its informers (the
 components register themselves with ``process=``), so everything it held in
-memory (queue contents, caches, expectations) is lost; after ``restart_after``
-virtual seconds a timer builds a fresh incarnation with the same ``build``
-function, whose informers start with a fresh LIST, as a restarted
-kube-controller-manager does.
+memory (queue contents, caches, expectations) is lost; a timer then builds a
+fresh incarnation with the same ``build`` function, whose informers start with
+a fresh LIST, as a restarted kube-controller-manager does. When it comes is the
+search's choice: ``restart_after`` seconds after the crash at the earliest
+(default 0: the kubelet restarts a crashed container at once the first time),
+up to ``restart_window`` seconds later (a slower restart: image pull, leader
+election, CrashLoopBackOff's 10 s), so a finding never depends on a restart
+delay fixed by hand.
+
+Identities (how a plan names what a process does): a crash point is
+``"<process> crashes before <request>"`` in the actor that made the request;
+its occurrence counts across incarnations. After a restart, actors spawned by
+the new incarnation are named by the model (``process.spawn(name, ...)``): a
+model that wants the two incarnations told apart names them with
+``process.incarnation``; informers keep their name.
 """
 
 from __future__ import annotations
@@ -75,13 +86,17 @@ class ControllerProcess:
         *,
         crash_faults: bool = False,
         max_crashes: int = 1,
-        restart_after: float = 1.0,
+        restart_after: float = 0.0,
+        restart_window: float = 2.0,
     ) -> None:
         self.world = world
         self.name = name
         self.crash_faults = crash_faults
         self.max_crashes = max_crashes
+        #: the earliest restart after a crash, in seconds
         self.restart_after = restart_after
+        #: how much later than ``restart_after`` the search may place the restart
+        self.restart_window = restart_window
         self.crashes = 0
         self.restarts = 0
         self.current: Any = None
@@ -138,11 +153,12 @@ class ControllerProcess:
         self.crashes += 1
         if self.world.noting:
             self.world.note(f"{self.name} crashes (incarnation {inc.number}): its memory is lost; it restarts "
-                            f"{self.restart_after:g} s later", kind="crash", process=self.name,
-                            incarnation=inc.number)
+                            f"{self.restart_after:g} to {self.restart_after + self.restart_window:g} s later",
+                            kind="crash", process=self.name, incarnation=inc.number)
         for stop in inc.stoppers:
             stop()
-        self.world.call_later(self.restart_after, self._restart, label=f"restart {self.name}", actor=self.name)
+        self.world.call_later(self.restart_after, self._restart, label=f"restart {self.name}", actor=self.name,
+                              window=self.restart_window)
 
     def _restart(self) -> None:
         self.restarts += 1

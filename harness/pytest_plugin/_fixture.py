@@ -118,6 +118,8 @@ class RaceFixture:
         broken = model_error(result.counterexample.violation) if result.counterexample is not None else None
         if broken is not None:  # the scenario's own code raised: the model never ran, whatever was expected
             pytest.fail(f"model error: {broken}\n\n{self._failure_text(result)}", pytrace=False)
+        if result.runaway is not None:  # a run that never ends is never the expected violation
+            pytest.fail(f"runaway: {result.runaway}\n\n{self._failure_text(result)}", pytrace=False)
         if expect == "clean" and result.counterexample is not None:
             pytest.fail(self._failure_text(result), pytrace=False)
         if expect == "violation" and result.counterexample is None:

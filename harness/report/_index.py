@@ -78,6 +78,7 @@ _VERDICT_WORDS = {
     "proved-clean": "proved clean",
     "interrupted": "interrupted",
     "model-error": "model error (not the race)",
+    "runaway": "runaway (a run that never ends; not the race)",
 }
 
 
@@ -345,7 +346,7 @@ def render_summary(entries: list[ReportEntry], console: Any, *, title: str | Non
 def _short_verdict(e: ReportEntry) -> str:
     """A terminal-width verdict: the index and the outcome sentence carry the long form."""
     words = {"found": "found", "none-found": "clean (sampled)", "proved-clean": "proved clean",
-             "model-error": "model error"}
+             "model-error": "model error", "runaway": "runaway"}
     text = words.get(e.verdict, e.verdict)
     if e.found and e.violation_kind == "actor-raised":
         text += " (exception)"  # a panic in a controller, apart from an oracle violation

@@ -17,7 +17,8 @@ from typing import Any
 
 #: 2: counterexamples carry a plan (named deviations) beside the positional choices; waits and faults are records;
 #: 3: a trace file records the scenario's defaults beside its explicit parameters (a divergence can name one)
-FORMAT_VERSION = 3
+#: 4: virtual time on a whole-nanosecond grid (Go's Duration); a positive delay moves time by at least 1 ns
+FORMAT_VERSION = 4
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,12 +106,44 @@ class Option:
         return f"<Option {self.actor}: {self.label} [{self.nominal:g}, {self.latest:g}]>"
 
 
+#: virtual time's resolution: Go's ``time.Duration`` counts whole nanoseconds
+TICKS_PER_SECOND = 1_000_000_000
+
+
+def on_grid(t: float) -> float:
+    """``t`` rounded to a whole nanosecond (every instant the scheduler keeps is on this grid)."""
+    return t if t == math.inf else round(t * TICKS_PER_SECOND) / TICKS_PER_SECOND
+
+
+def later(now: float, delay: float) -> float:
+    """``now + delay`` on the nanosecond grid; a positive delay is at least one nanosecond.
+
+    Why: in float seconds ``5 - (10.005 - 5.005)`` is 1e-15, and a controller
+    that requeues after that fires again at the same instant for ever (a
+    livelock Go cannot have: its durations are whole nanoseconds, and a
+    positive one moves the clock). Here every delay ends on the grid and a
+    positive one ends at least one tick later, so time always moves.
+    """
+    if delay <= 0:
+        return now
+    if delay == math.inf:
+        return math.inf
+    return max(round((now + delay) * TICKS_PER_SECOND), round(now * TICKS_PER_SECOND) + 1) / TICKS_PER_SECOND
+
+
 @dataclass(frozen=True)
 class Limits:
-    """When a run is a runaway rather than slow: step count and virtual time."""
+    """When a run is a runaway rather than slow: step count, virtual time, and steps at one instant.
+
+    ``max_steps_per_instant``: this many consecutive steps without virtual
+    time moving is a livelock (a requeue after a duration that rounds to
+    nothing, two controllers undoing each other's writes at once): its own
+    verdict, never a finding of the model's oracle.
+    """
 
     max_steps: int = 200_000
     max_time: float = 1_000_000.0
+    max_steps_per_instant: int = 20_000
 
 
 @dataclass(frozen=True)
@@ -159,6 +191,7 @@ VERDICTS: dict[str, str] = {
     "deadlock": "deadlock",
     "blocked-outside": "actor blocked outside the harness",
     "runaway": "runaway",
+    "livelock": "livelock",
     "interrupted": "interrupted",
 }
 
@@ -346,6 +379,7 @@ class World:
         # builds Records only when someone reads them (hot path: random and PCT read only counts)
         self._records: list[tuple[Any, ...]] = []
         self._step = 0
+        self._instant = (0.0, 0)  # (virtual time, the first step taken at it): livelock detection
         self._violation: Violation | None = None
         self._interrupted = False
         self._reraise: BaseException | None = None
@@ -585,7 +619,7 @@ class World:
         actor.seq = self._seq
         actor.waiting = True
         actor.idle = idle
-        opt = actor.option = Option(actor.name, label, key, actor.since, actor.since + window)
+        opt = actor.option = Option(actor.name, label, key, actor.since, later(actor.since, window))
         if window > self.max_window:
             self.max_window = window
         if self._wants_idents:
@@ -599,7 +633,7 @@ class World:
         actor.ready_at = self._now
         actor.waiting = True
         actor.idle = False
-        opt = actor.option = Option(actor.name, label, key, self._now, self._now + window)
+        opt = actor.option = Option(actor.name, label, key, self._now, later(self._now, window))
         if window > self.max_window:
             self.max_window = window
         if self._wants_idents:
@@ -757,13 +791,27 @@ class World:
                     idx %= n
             target = enabled[idx][2]
             self._step += 1
+            if now != self._instant[0]:
+                self._instant = (now, self._step)
+            elif self._step - self._instant[1] >= self.limits.max_steps_per_instant:
+                self._fail(
+                    "livelock",
+                    "livelock",
+                    f"livelock at t={now:.9g}: {self._step - self._instant[1]:,} steps without virtual time "
+                    f"passing; looping: {self._looping()}. Something re-triggers itself at once (a requeue after "
+                    "a duration that rounds to nothing, two writers undoing each other): fix the loop, or raise "
+                    "Limits(max_steps_per_instant=...) if it is meant to settle.",
+                    None,
+                )
+                return None
             if self._step > self.limits.max_steps:
                 self._fail(
                     "runaway",
                     "step limit",
-                    f"the run took more than {self.limits.max_steps:,} steps without settling (t={self._now:.3f}). "
-                    "If the scenario is periodic, set world.horizon; otherwise look for a livelock in the last "
-                    "steps of the trace, or raise Limits(max_steps=...).",
+                    f"the run took more than {self.limits.max_steps:,} steps without settling (t={self._now:.3f}); "
+                    f"looping: {self._looping()}. If the scenario is periodic, set world.horizon (the virtual time "
+                    "at which a run ends and its at_end checks run); otherwise fix the loop, or raise "
+                    "Limits(max_steps=...).",
                     None,
                 )
                 return None
@@ -787,6 +835,18 @@ class World:
             label = f"deadline expired during '{actor.label}'" if actor.cancel_pending else actor.label
             self._records.append((self._step, now, actor.name, label, actor.key, actor.rv, idx, size, "run", instead))
             return actor
+
+    def _looping(self) -> str:
+        """The actors of the last 200 steps, busiest first, with their most frequent action: what loops."""
+        counts: dict[str, dict[str, int]] = {}
+        for rec in self._records[-200:]:
+            actor, label = rec[2], rec[3]
+            if isinstance(label, str):
+                per = counts.setdefault(actor, {})
+                per[label] = per.get(label, 0) + 1
+        ranked = sorted(counts.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))[:3]
+        return "; ".join(f"{actor} ({max(per.items(), key=lambda kv: (kv[1], kv[0]))[0]!r}, "
+                         f"{sum(per.values())} of the last 200 steps)" for actor, per in ranked) or "nothing"
 
     def _current_timer_fire(self, timer: TimerHandle) -> None:
         try:
@@ -900,8 +960,8 @@ class World:
 
         ``window`` > 0 lets a strategy fire it up to ``window`` seconds late (jitter).
         """
-        when = self._now + max(0.0, delay)
-        return self.call_at(when, fn, label=label, actor=actor, key=key, rv=rv, latest=when + max(0.0, window))
+        when = later(self._now, delay)
+        return self.call_at(when, fn, label=label, actor=actor, key=key, rv=rv, latest=later(when, window))
 
     def call_at(
         self,
@@ -921,7 +981,8 @@ class World:
         jitter become part of the explored space.
         """
         self._seq += 1
-        handle = TimerHandle(max(when, self._now), self._seq, fn, label, actor, key, rv, latest)
+        handle = TimerHandle(max(on_grid(when), self._now), self._seq, fn, label, actor, key, rv,
+                             None if latest is None else on_grid(latest))
         if handle.latest - handle.when > self.max_window:
             self.max_window = handle.latest - handle.when
         if self._wants_idents:
@@ -947,7 +1008,7 @@ class World:
     async def sleep(self, seconds: float, label: str | None = None, *, window: float = 0.0) -> None:
         """Sleep in virtual time (a yield point that becomes enabled after ``seconds``, or up to ``window`` later)."""
         await self._yield(
-            label or f"wake after sleep {seconds:g}s", None, None, None, self._now + max(0.0, seconds), window=window
+            label or f"wake after sleep {seconds:g}s", None, None, None, later(self._now, seconds), window=window
         )
 
     def _who(self) -> str:
@@ -1086,6 +1147,8 @@ class World:
             if not t.cancelled and self._now < t.latest < t_next:
                 t_next = t.latest
         target = min(t_next, self.horizon, self.limits.max_time)
+        if target < math.inf:  # onto the nanosecond grid, never before what it waits for
+            target = max(self._now, math.ceil(target * TICKS_PER_SECOND) / TICKS_PER_SECOND)
         before = self._now
         if target >= self._now and self._direct_time and target < math.inf \
                 and tl.current_statistics().seconds_to_next_deadline > target - self._now:

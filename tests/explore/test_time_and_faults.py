@@ -185,7 +185,7 @@ def test_stale_list_after_restart() -> None:
     clean_canonically(stale_after_restart)
     cx = found(stale_after_restart).counterexample
     assert cx is not None and cx.deviations == 1
-    assert any(rec.kind == "fault" and "lists from a watch cache lagging" in rec.label for rec in cx.trace)
+    assert any(rec.kind == "fault" and "lists from a lagging watch cache" in rec.label for rec in cx.trace)
     assert h.explore(stale_after_restart, budget=BUDGET, fixed=True).counterexample is None
 
 
