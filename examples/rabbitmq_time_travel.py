@@ -23,8 +23,8 @@ from collections.abc import Callable
 import harness as h
 from harness.kube import (
     DELETED,
-    APIServer,
     ApiError,
+    APIServer,
     Controller,
     ControllerProcess,
     GarbageCollector,

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from .explore import Replay as Replay
     from .explore import Result as Result
     from .explore import explore as explore
+    from .explore import run_plan as run_plan
     from .explore import scenario as scenario
     from .report import write_counterexample_html as write_counterexample_html
     from .report import write_index as write_index
@@ -94,6 +95,7 @@ _LAZY: dict[str, str] = {
     "Replay": "explore",
     "Result": "explore",
     "explore": "explore",
+    "run_plan": "explore",
     "scenario": "explore",
     "Portfolio": "explore",
     "Canonical": "explore",
@@ -161,6 +163,6 @@ __all__ = [
     "Trace", "TraceFileError", "UsageError", "Violation", "World", "explore", "run_once",
     "RaceMachine", "rule", "invariant", "precondition", "integers", "sampled_from", "booleans",
     "Race", "scenario",
-    "Portfolio", "Canonical", "Hold", "Fault", "Pick", "Ident", "Note",
+    "Portfolio", "Canonical", "Hold", "Fault", "Pick", "Ident", "Note", "run_plan",
     "write_counterexample_html", "write_index",
 ]

@@ -71,6 +71,8 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
         parse_strategy(args.strategy)
     if args.faults is not None:
         parse_fault_spec(args.faults)  # checked before anything runs; explore() takes the text as it is
+    if getattr(args, "plan", None) is not None:
+        args.plan_entries = _read_plan_file(args.plan)
     from ._cluster_hunt import _check_cluster, _hunt_on_cluster
 
     cluster = _check_cluster(args)
@@ -176,6 +178,12 @@ def _hunt_one(
         hook = live.start(label, run_budget.runs) if live is not None else None
         strategy = args.strategy or t.strategy
         options: dict[str, Any] = {"strategy": strategy} if strategy else {}  # else explore()'s default
+        if getattr(args, "plan_entries", None) is not None:  # --plan: one run of the user's plan, every fault kind on
+            from ..explore import Replay
+
+            options = {"strategy": Replay(plan=args.plan_entries,
+                                          proof="a hand-written plan: not shrunk, not proved minimal")}
+            run_budget = 1
         try:
             result = explore(
                 t.scenario,
@@ -183,7 +191,7 @@ def _hunt_one(
                 budget=run_budget,
                 seed=args.seed,
                 progress=hook,
-                faults=_faults_for(args, t),
+                faults=_faults_for(args, t) if getattr(args, "plan_entries", None) is None or args.faults else "all",
                 **t.params_by_variant[variant],
             )
         finally:
@@ -279,6 +287,23 @@ def _hunt_one(
             for line in cx.story().lines:  # the story under each counterexample: what Kubernetes did
                 console.print(printable(f"    {line}"), markup=False, highlight=False, soft_wrap=True)
     return entry, failed
+
+
+def _read_plan_file(path: str) -> Any:
+    """``--plan FILE``: the plan entries, or a one-paragraph error (the file is untrusted input)."""
+    import json
+
+    from ..explore import read_plan
+
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"--plan {path}: no such file. Write the plan as a JSON list of entries "
+                         "(guide: Plans by hand) or pass a trace file written by a hunt.") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"--plan {path} could not be read as JSON ({_one_line(exc)}). Write the plan as a JSON "
+                         "list of entries (guide: Plans by hand) or pass a trace file written by a hunt.") from None
+    return read_plan(raw, f"--plan {path}")
 
 
 def _model_error(cx: Any, params: dict[str, Any], expect: str | None) -> str | None:

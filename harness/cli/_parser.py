@@ -94,6 +94,11 @@ def _parser() -> _Parser:
         f"(kinds: {', '.join(FAULT_KINDS)})",
     )
     h.add_argument("--budget", default=None, help="RUNS (e.g. 500) or SECONDSs (e.g. 30s); default: per race")
+    h.add_argument(
+        "--plan", default=None, metavar="PLAN.json",
+        help="run TARGET once under a hand-written plan (a JSON list of fault/hold/pick entries, or a trace file) "
+        "instead of searching, and report it like any counterexample (guide: Plans by hand)",
+    )
     h.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
     h.add_argument("--report-dir", default="reports", metavar="DIR", help="where traces and HTML go (default reports/)")
     h.add_argument(

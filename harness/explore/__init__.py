@@ -20,6 +20,8 @@ from ._explore import describe_faults as describe_faults
 from ._explore import explore as explore
 from ._explore import make_strategy as make_strategy
 from ._explore import parse_faults as parse_faults
+from ._explore import read_plan as read_plan
+from ._explore import run_plan as run_plan
 from ._scenarios import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
 from ._scenarios import Race as Race
 from ._scenarios import registered_races as registered_races
@@ -30,4 +32,5 @@ __all__ = [
     "Strategy", "explore", "make_strategy", "resolve_scenario", "scenario_ref",
     "ENTRY_POINT_GROUP", "Race", "registered_races", "scenario",
     "DEFAULT_STRATEGY", "STRATEGY_FORMS", "Canonical", "Portfolio", "describe_faults", "parse_faults",
+    "read_plan", "run_plan",
 ]

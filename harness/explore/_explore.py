@@ -49,15 +49,18 @@ from .._options import parse_fault_spec, parse_strategy
 from ..sim import (
     ConvertingChooser,
     Entry,
+    Fault,
     FaultPlacement,
     Hold,
     Limits,
     PCTChooser,
+    Pick,
     PlanChooser,
     RandomChooser,
     ReplayChooser,
     RunOutcome,
     canonical_plan,
+    entry_from_json,
 )
 from ._counterexample import Counterexample, Scenario, scenario_ref
 from ._exhaustive import _dedup, _PlanSearch, _search_exhaustive
@@ -533,6 +536,7 @@ def explore(
     proved: int | None = None
     replay_divergence: str | None = None
     skipped = 0
+    plan_notes: list[str] = []
     try:
         if isinstance(strat, Random):
             found = _search_random(runner, strat)
@@ -559,8 +563,11 @@ def explore(
             found, found_plan = (out, ()) if _failed(out) else (None, None)
         elif isinstance(strat, Replay):
             if strat.plan is not None:
-                out = runner.run(PlanChooser(strat.plan))
+                chooser = PlanChooser(strat.plan)
+                out = runner.run(chooser)
                 found_plan = strat.plan
+                # a misspelt identity must not pass as a canonical run: say which entries did nothing
+                plan_notes = [f"entry never applied: {e.describe()}" for e in chooser.inert]
             else:
                 out = runner.run(ReplayChooser(list(strat.choices)))
             found = out if _failed(out) else None
@@ -579,6 +586,7 @@ def explore(
     shrink_runs: int | None = None
     proof_runs: int | None = None
     notes: list[str] = [early_note] if early_note else []
+    notes.extend(plan_notes)
     if found is not None:
         best = _Minimum(found, found_plan, None, "not proved minimal (interrupted)")
         if isinstance(strat, (Exhaustive, Canonical)) and found_plan is not None:
@@ -656,6 +664,47 @@ def explore(
         skipped=skipped,
         runaway=runaway,
     )
+
+
+def read_plan(raw: Any, source: str = "the plan") -> tuple[Entry, ...]:
+    """Plan entries from their JSON form: a list of entries, or an object with a ``"plan"`` list (a trace file).
+
+    Each entry is ``{"fault": IDENT}``, ``{"hold": IDENT, "until": IDENT | seconds | null}`` or
+    ``{"pick": IDENT, "value": N}``, and an IDENT is ``[actor, label, key, n]`` as a trace's plan
+    prints it (guide: "Plans by hand"). Raises :class:`UsageError` saying what is wrong.
+    """
+    entries = raw.get("plan") if isinstance(raw, dict) else raw
+    if not isinstance(entries, list):
+        raise UsageError(f"{source} is not a plan: expected a JSON list of entries (or an object with a \"plan\" "
+                         "list, as a trace file has), e.g. [{\"fault\": [\"operator/reconcile/worker-1\", "
+                         "\"operator crashes before delete StatefulSet default/rmq-server\", "
+                         "\"StatefulSet default/rmq-server\", 1]}]")
+    out = []
+    for i, e in enumerate(entries, 1):
+        try:
+            out.append(entry_from_json(e))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"{source}: entry {i} is not a plan entry ({exc}). An entry is {{\"fault\": IDENT}}, "
+                             "{\"hold\": IDENT, \"until\": IDENT or seconds or null} or {\"pick\": IDENT, \"value\": N}, "
+                             "an IDENT is [actor, label, key, occurrence]: copy one from a trace's \"plan\" or from "
+                             "`python -m harness replay FILE --story`.") from None
+    return canonical_plan(out)
+
+
+def run_plan(scenario: Scenario, plan: Any, *, limits: Limits = Limits(),
+             faults: str | Sequence[str] | frozenset[str] | None = "all", **params: Any) -> Result:
+    """Run ``scenario`` once under a hand-written ``plan`` and report it like any counterexample.
+
+    ``plan``: entries (:class:`Hold`, :class:`Fault`, :class:`Pick`) or their JSON
+    form (:func:`read_plan`). Fault points exist only for the fault kinds on,
+    so ``faults`` defaults to ``"all"``: a plan that names a crash runs it
+    whatever the model's own flags say. Entries that never applied are said in
+    the result's notes ("entry never applied: ..."), so a misspelt identity is
+    not silently a canonical run. Not shrunk and not proved minimal.
+    """
+    entries = canonical_plan(plan) if all(isinstance(e, (Hold, Fault, Pick)) for e in plan) else read_plan(plan)
+    strat = Replay(plan=entries, proof="a hand-written plan: not shrunk, not proved minimal")
+    return explore(scenario, strategy=strat, budget=1, limits=limits, faults=faults, **params)
 
 
 def ran_away_cx(cx: Counterexample) -> bool:
@@ -737,6 +786,8 @@ __all__ = [
     "make_strategy",
     "minimize",
     "parse_faults",
+    "read_plan",
+    "run_plan",
     "shrink_plan",
     "to_plan",
 ]

@@ -797,8 +797,8 @@ class World:
                 self._fail(
                     "livelock",
                     "livelock",
-                    f"livelock at t={now:.9g}: {self._step - self._instant[1]:,} steps without virtual time "
-                    f"passing; looping: {self._looping()}. Something re-triggers itself at once (a requeue after "
+                    f"at t={now:.9g}, {self._step - self._instant[1]:,} steps without virtual time passing; "
+                    f"looping: {self._looping()}. Something re-triggers itself at once (a requeue after "
                     "a duration that rounds to nothing, two writers undoing each other): fix the loop, or raise "
                     "Limits(max_steps_per_instant=...) if it is meant to settle.",
                     None,

@@ -1,0 +1,64 @@
+"""A run that never ends is its own finding: never the race, never a proof's silent cost; time cannot stand still."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import harness as h
+from harness.sim import PlanChooser, World, run_once
+from tests.cli.cli_support import run_cli
+from tests.explore.runaway_models import START, livelock_in_proof, spinning, sub_nanosecond_requeue
+
+MODELS = "tests/explore/runaway_models.py"
+
+
+def test_float_requeue_cannot_livelock() -> None:
+    """A requeue after 1e-15 s (float seconds' rounding residue) moves the clock by one nanosecond, as Go's would."""
+    out = run_once(sub_nanosecond_requeue, PlanChooser())
+    assert out.violation is None, out.violation
+    times = [r.time for r in out.trace if r.label == "requeuer ready k"]
+    assert times == [START + 1e-9]
+    assert START + 1e-15 == START  # the residue a float clock would lose: the same instant for ever
+
+    fired: list[float] = []
+
+    async def timers(world: World) -> None:
+        await world.sleep(START)
+        world.call_later(1e-15, lambda: fired.append(world.now), label="tiny")
+        world.call_later(0.1 + 0.2, lambda: fired.append(world.now), label="float sum")
+        world.call_later(0.0, lambda: fired.append(world.now), label="now")
+
+    run_once(timers, PlanChooser())
+    assert fired == [START, START + 1e-9, round((START + 0.3) * 1e9) / 1e9]
+
+
+def test_livelock_is_a_finding_not_a_proof_cost() -> None:
+    """A livelock met by the proof stops it at once and is reported apart; one met by the search is the verdict."""
+    r = h.explore(livelock_in_proof, strategy="random", budget=200)
+    assert r.counterexample is not None and r.counterexample.violation.kind == "oracle"
+    assert r.runaway is not None and "livelock" in r.runaway and "minimality proof" in r.runaway
+    assert "poller" in r.runaway  # the looping actor is named
+    assert r.counterexample.proved_minimal is not True and "ran away" in r.counterexample.proof
+    assert r.proof_runs is not None and r.proof_runs < 10  # not thousands of 20,000-step runs
+
+    clean = h.explore(spinning, strategy="random", budget=50, fixed=True)
+    assert clean.verdict == "runaway" and not clean.found and clean.runs == 1
+    cx = clean.counterexample
+    assert cx is not None and cx.violation.kind == "livelock" and "writer-a" in cx.violation.message
+    program = cx.program()
+    assert len(program.splitlines()) < 60 and "the loop goes on for" in program
+
+
+def test_runaway_never_counts_as_expected_violation(tmp_path: Path) -> None:
+    """A buggy variant whose run never ends is not 'found as expected': exit 1, verdict runaway, in every output."""
+    proc = run_cli("hunt", f"{MODELS}:spinning", "--variant", "buggy", "--strategy", "random", "--budget", "20",
+                   "--json", "--report-dir", str(tmp_path))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    row = json.loads(proc.stdout.splitlines()[0])
+    assert (row["verdict"], row["found"], row["expected"]) == ("runaway", False, False)
+    assert "livelock" in row["outcome"]
+    proc = run_cli("hunt", f"{MODELS}:livelock_in_proof", "--variant", "buggy", "--strategy", "random",
+                   "--report-dir", str(tmp_path))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "[RUNAWAY]" in proc.stdout and "minimality proof" in proc.stdout
