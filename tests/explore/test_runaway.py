@@ -62,3 +62,26 @@ def test_runaway_never_counts_as_expected_violation(tmp_path: Path) -> None:
                    "--report-dir", str(tmp_path))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "[RUNAWAY]" in proc.stdout and "minimality proof" in proc.stdout
+
+
+def test_hunt_runs_a_hand_written_plan(tmp_path: Path) -> None:
+    """`hunt --plan FILE` and `h.run_plan` run the user's plan once and report it like any counterexample."""
+    fault = {"fault": ["worker", "worker fails before its write", None, 1]}
+    r = h.run_plan(livelock_in_proof, [fault])
+    assert r.found and r.runs == 1 and r.counterexample is not None
+    assert "worker failed" in r.counterexample.violation.message and r.counterexample.plan is not None
+    assert h.run_plan(livelock_in_proof, [fault], fixed=True).verdict == "none-found"
+    typo = h.run_plan(livelock_in_proof, [{"fault": ["worker", "worker fails before its wirte", None, 1]}])
+    assert not typo.found and any("never applied" in n for n in typo.notes)
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps([fault]))
+    proc = run_cli("hunt", f"{MODELS}:livelock_in_proof", "--variant", "buggy", "--plan", str(plan), "--json",
+                   "--report-dir", str(tmp_path / "r"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    row = json.loads(proc.stdout.splitlines()[0])
+    assert row["found"] and row["runs"] == 1 and "hand-written plan" in row["proof"]
+    assert Path(row["trace"]).is_file()
+    plan.write_text('[{"fault": "worker"}]')
+    bad = run_cli("hunt", f"{MODELS}:livelock_in_proof", "--plan", str(plan), "--report-dir", str(tmp_path / "r"))
+    assert bad.returncode == 2 and "entry 1 is not a plan entry" in bad.stderr and "Traceback" not in bad.stderr
