@@ -45,7 +45,9 @@ class Operator:
     def __init__(self, world: h.World, api: APIServer, process: ControllerProcess, *, fixed: bool) -> None:
         self.api, self.fixed = api, fixed
         self.clusters = Informer(world, api, "RabbitmqCluster", process=process)
-        self.statefulsets = Informer(world, api, "StatefulSet", process=process)  # Owns(&appsv1.StatefulSet{})
+        # Owns(&appsv1.StatefulSet{}); a watch event takes a few milliseconds, so a create the GC undoes at once
+        # (a stale owner) loops in time, not at one instant
+        self.statefulsets = Informer(world, api, "StatefulSet", latency=0.005, process=process)
         self.controller: Controller[str] = Controller(world, "operator/reconcile", self.reconcile, process=process)
         self.clusters.add_event_handler(lambda c: self.controller.enqueue(c.key),
                                         lambda _o, c: self.controller.enqueue(c.key))

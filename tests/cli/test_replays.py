@@ -88,7 +88,7 @@ def test_trace_records_default_params(lost: Counterexample, tmp_path: Path) -> N
     assert lost.params == {} and lost.defaults == {"fixed": False}
     raw = json.loads(lost.save(tmp_path / "t.json").read_text())
     assert raw["params"] == {} and raw["defaults"] == {"fixed": False}
-    assert raw["version"] == READABLE_VERSIONS[-1] == 3 and "defaults" in SIGNED_FIELDS
+    assert raw["version"] == READABLE_VERSIONS[-1] == 4 and "defaults" in SIGNED_FIELDS
     assert Counterexample.load(tmp_path / "t.json").defaults == {"fixed": False}
     # passed explicitly, a parameter is no default
     cx = h.explore(toys.lost_update, strategy="random", budget=500, seed=3, fixed=False).counterexample
