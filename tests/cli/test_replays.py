@@ -107,10 +107,10 @@ def test_an_older_trace_still_loads_and_a_newer_one_is_refused(lost: Counterexam
     old = Counterexample.load(path)
     assert old.defaults is None
     assert old.replay().violation is not None
-    raw["version"] = 4
+    raw["version"] = 5
     raw["checksum"] = checksum(raw)
     path.write_text(json.dumps(raw))
-    with pytest.raises(h.TraceFileError, match="has trace format version 4; this harness reads version 3"):
+    with pytest.raises(h.TraceFileError, match="has trace format version 5; this harness reads version 4"):
         Counterexample.load(path)
 
 
