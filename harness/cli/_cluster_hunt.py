@@ -45,7 +45,7 @@ def _hunt_on_cluster(
     searches, order = [], []
     for t in targets:
         for variant in t.variants:
-            b = hunting._run_budget(t, budget)
+            b = hunting._run_budget(t, budget, args.strategy or t.strategy)
             searches.append(Search(
                 _label(t, variant), scenario_ref(t.scenario), t.params_by_variant[variant], args.strategy or t.strategy,
                 hunting._faults_for(args, t), b.runs, b.seconds,

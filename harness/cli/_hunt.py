@@ -156,11 +156,19 @@ def _hunt_end(
     return 0 if ok else 1
 
 
-def _run_budget(t: _Target, budget: Any) -> Any:
-    """The hunt's --budget, else the race's own, else explore()'s default."""
+def _run_budget(t: _Target, budget: Any, strategy: str | None) -> Any:
+    """The hunt's --budget, else the race's own, else explore()'s default.
+
+    ``exhaustive`` without --budget runs to its verdict: a race's own budget and
+    explore()'s default are meant for sampling, and a proof cut by them is no proof.
+    """
     from ..explore import Budget
 
-    return budget or (Budget(runs=t.budget) if t.budget else Budget())
+    if budget:
+        return budget
+    if (strategy or "").partition(":")[0].strip() == "exhaustive":
+        return Budget(runs=None)
+    return Budget(runs=t.budget) if t.budget else Budget()
 
 
 def _hunt_one(
@@ -174,9 +182,9 @@ def _hunt_one(
 
     label = _label(t, variant)
     if result is None:
-        run_budget = _run_budget(t, budget)
-        hook = live.start(label, run_budget.runs) if live is not None else None
         strategy = args.strategy or t.strategy
+        run_budget = _run_budget(t, budget, strategy)
+        hook = live.start(label, run_budget.runs) if live is not None else None
         options: dict[str, Any] = {"strategy": strategy} if strategy else {}  # else explore()'s default
         if getattr(args, "plan_entries", None) is not None:  # --plan: one run of the user's plan, every fault kind on
             from ..explore import Replay
@@ -191,6 +199,7 @@ def _hunt_one(
                 budget=run_budget,
                 seed=args.seed,
                 progress=hook,
+                level_progress=live.levels if live is not None else None,
                 faults=_faults_for(args, t) if getattr(args, "plan_entries", None) is None or args.faults else "all",
                 **t.params_by_variant[variant],
             )
@@ -364,12 +373,23 @@ def _print_facts(cx: Any, label: str) -> None:
 class _LiveProgress:
     """A rich live line per search (runs explored, found yet?) on an interactive terminal only.
 
-    Piped or in CI the hunt prints plain lines instead; the live line is transient,
-    so it never mixes with the outcome line printed after it.
+    The exhaustive referee (a search or a minimality proof) adds a second line:
+    the plans run and known at its current level, and rich's estimate of the
+    time that level still takes (known plans only: a level's runs add siblings,
+    so the estimate can grow). Piped or in CI the hunt prints plain lines
+    instead; the live lines are transient, so they never mix with the outcome
+    line printed after them.
     """
 
     def __init__(self, console: Any) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         self._progress = Progress(
             TextColumn("{task.description}"),
@@ -377,10 +397,24 @@ class _LiveProgress:
             MofNCompleteColumn(),
             TextColumn("{task.fields[status]}"),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),
             console=console,
             transient=True,
         )
         self._task: Any = None
+        self._level: Any = None
+        self._at: tuple[str, int] | None = None
+
+    def levels(self, phase: str, level: int, done: int, known: int) -> None:
+        """The referee's hook (``explore(level_progress=...)``): plans done and known at the current level."""
+        if self._level is None:
+            self._level = self._progress.add_task("", total=known, status="")
+        if self._at != (phase, level):  # a new level: its own bar and its own time estimate
+            self._at = (phase, level)
+            self._progress.reset(self._level, total=known, completed=done)
+        what = "proof of minimality" if phase == "proof" else "exhaustive"
+        self._progress.update(self._level, description=f"  {what}, level {level}", total=known, completed=done,
+                              status="plans run of those known at this level")
 
     def start(self, description: str, total: int | None) -> Any:
         self._progress.start()
@@ -393,9 +427,10 @@ class _LiveProgress:
         return hook
 
     def stop(self) -> None:
-        if self._task is not None:
-            self._progress.remove_task(self._task)
-            self._task = None
+        for task in (self._task, self._level):
+            if task is not None:
+                self._progress.remove_task(task)
+        self._task = self._level = self._at = None
         self._progress.stop()
 
 

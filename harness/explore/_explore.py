@@ -63,9 +63,9 @@ from ..sim import (
     entry_from_json,
 )
 from ._counterexample import Counterexample, Scenario, scenario_ref
-from ._exhaustive import _dedup, _PlanSearch, _search_exhaustive
+from ._exhaustive import ShardRunner, _dedup, _PlanSearch, _search_exhaustive
 from ._hypothesis import _hypothesis_chunk, _Pools, _search_hypothesis
-from ._runner import MAX_FAULTS, RUNAWAY_KINDS, Budget, _failed, _mix, _plural, _Runner, describe_faults
+from ._runner import MAX_FAULTS, RUNAWAY_KINDS, Budget, LevelProgress, _failed, _mix, _plural, _Runner, describe_faults
 
 
 # ------------------------------------------------------------- strategies
@@ -277,7 +277,8 @@ class Result:
                 f"{_skipped(self.skipped)})"
             )
         if self.verdict == "interrupted":
-            return f"{where}: interrupted before any violation was found"
+            cut = f"; {self.notes[0]}" if self.notes and "exhaustive search was interrupted" in self.notes[0] else ""
+            return f"{where}: interrupted before any violation was found{cut}"
         bound = f"; PCT bound per run >= {self.pct_bound:.2e}" if self.pct_bound else ""
         early = f"; {self.notes[0]}" if self.notes and "exhaustive search stopped" in self.notes[0] else ""
         space = f" ({self.space})" if self.space else ""
@@ -465,7 +466,7 @@ def minimize(
     assert target is not None
     k = len(plan)
     sub = runner.sub(_proof_budget(proof_budget, k), phase="minimality proof")
-    search = _PlanSearch(sub, k, lambda o: target.same_bug(o.violation))
+    search = _PlanSearch(sub, k, target, phase="proof")
     try:
         search.run()
     finally:
@@ -479,15 +480,16 @@ def minimize(
     covered = search.complete_levels
     if covered >= k - 1:
         return _Minimum(out, plan, True, "proved minimal", shrunk_at=shrunk_at)
-    what = "interrupted" if sub.interrupted else f"stopped after {sub.runs:,} runs"
+    what = "interrupted" if sub.interrupted else f"stopped after {sub.runs:,} {_plural(sub.runs, 'run')}"
     if covered < 0:
-        return _Minimum(out, plan, None, f"not proved minimal: nothing covered ({what})", shrunk_at=shrunk_at)
+        return _Minimum(out, plan, None, f"not proved minimal: nothing covered ({what}; {search.coverage()})",
+                        shrunk_at=shrunk_at)
     return _Minimum(
         out,
         plan,
         None,
         f"not proved minimal: no counterexample with <= {covered} {_plural(covered, 'deviation')}; "
-        f"{covered + 1} not covered: {what}",
+        f"{covered + 1} not covered: {what} ({search.coverage()})",
         shrunk_at=shrunk_at,
     )
 
@@ -502,7 +504,7 @@ def explore(
     scenario: Scenario,
     *,
     strategy: str | Strategy = DEFAULT_STRATEGY,
-    budget: Budget | str | int = Budget(),
+    budget: Budget | str | int | None = None,
     seed: int = 0,
     limits: Limits = Limits(),
     faults: str | Sequence[str] | frozenset[str] | None = None,
@@ -510,6 +512,8 @@ def explore(
     prove_minimal: bool = True,
     proof_budget: int = 5000,
     progress: Callable[[int, bool], None] | None = None,
+    level_progress: LevelProgress | None = None,
+    shard_runner: ShardRunner | None = None,
     **params: Any,
 ) -> Result:
     """Search ``scenario(world, **params)`` for a violation.
@@ -521,12 +525,23 @@ def explore(
     the first failing plan with the fewest entries; the counterexample says
     what the proof covered. ``progress(runs, found)`` is called after every
     run of the search (a live display hook; it must not raise).
+
+    ``budget``: None gives a sampling strategy 1000 runs and ``exhaustive``
+    no cap at all: it runs to its verdict. A budget that cuts ``exhaustive``
+    (or the proof, ``proof_budget``) is named in the result with the levels it
+    completed and the plans of the level it cut. ``level_progress(phase, level,
+    done, known)`` is called after every plan the referee runs;
+    ``shard_runner`` is where the referee's shards run (this process when
+    None; ``hunt --cluster`` passes a Dask one, ``harness/_cluster.py``).
     """
     strat = make_strategy(strategy, seed=seed)
-    b = Budget.parse(budget)
+    unbounded = Budget(runs=None) if isinstance(strat, Exhaustive) else Budget()  # a proof runs to its verdict
+    b = unbounded if budget is None else Budget.parse(budget)
     kinds = parse_faults(faults)
     runner = _Runner(scenario, params, limits, b, kinds)
     runner.progress = progress
+    runner.level_progress = level_progress
+    runner.shard_runner = shard_runner
     ref = scenario_ref(scenario)
     found: RunOutcome | None = None
     found_plan: tuple[Entry, ...] | None = None
@@ -548,15 +563,18 @@ def explore(
         elif isinstance(strat, Portfolio):
             found, found_by = _search_portfolio(runner, strat)
         elif isinstance(strat, Exhaustive):
-            found, complete, plan, skipped = _search_exhaustive(runner, strat.max_deviations, strat.reduce)
-            if found is not None:
-                found_plan = plan
-            elif complete:
+            search = _search_exhaustive(runner, strat.max_deviations, strat.reduce)
+            skipped = search.skipped
+            if search.found is not None:
+                found, found_plan = search.found
+            elif search.complete_levels >= strat.max_deviations:
                 proved = strat.max_deviations
-            elif not runner.interrupted:
+            elif runner.interrupted:
+                early_note = f"the exhaustive search was interrupted: {search.coverage()}"
+            else:
                 early_note = (
-                    f"the exhaustive search stopped when the budget ({b}) ran out, before covering every run with "
-                    f"up to {strat.max_deviations} deviations: raise the budget for a proof"
+                    f"the exhaustive search stopped when the budget ({b}) ran out: {search.coverage()}; "
+                    "raise the budget, or leave it out, for a proof"
                 )
         elif isinstance(strat, Canonical):
             out = runner.run(PlanChooser())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._interrupt import stop_requested
 from .._options import parse_budget
@@ -57,6 +57,24 @@ def _plural(n: int, word: str) -> str:
 
 
 # ----------------------------------------------------------------- runner
+class RunStats(NamedTuple):
+    """What the run accounting needs of one run: small, so a shard run on another process sends it back."""
+
+    steps: int
+    fault_points: tuple[tuple[str, int], ...]
+    max_window: float
+    interrupted: bool
+    failed: bool
+
+    @classmethod
+    def of(cls, out: RunOutcome) -> RunStats:
+        return cls(out.steps, tuple(out.fault_points.items()), out.max_window, out.interrupted, _failed(out))
+
+
+#: ``level_progress(phase, level, done, known)``: plans run and known at the referee's current level
+LevelProgress = Callable[[str, int, int, int], None]
+
+
 class _Runner:
     def __init__(
         self,
@@ -84,15 +102,20 @@ class _Runner:
         self.first_failure: tuple[int, float] | None = None
         #: called after every run with (runs, failed so far?) -- for live progress displays
         self.progress: Callable[[int, bool], None] | None = None
+        #: called after every plan the exhaustive referee runs (see :data:`LevelProgress`)
+        self.level_progress: LevelProgress | None = None
+        #: where the referee's shards run: this process (None) or a cluster (``harness/_cluster.py``)
+        self.shard_runner: Any = None
         #: the first run that ran away (step limit, livelock) and in which phase; it stops every search
         self.runaway: RunOutcome | None = None
         self.runaway_in = "search"
 
-    def sub(self, runs: int, phase: str = "search") -> _Runner:
+    def sub(self, runs: int | None, phase: str = "search") -> _Runner:
         """A runner for a sub-search (shrink, proof) with its own run budget; counts roll up via absorb()."""
-        sub = _Runner(self.scenario, self.params, self.limits, Budget(runs=runs), self.faults)
-        sub.runaway_in = phase
-        return sub
+        r = _Runner(self.scenario, self.params, self.limits, Budget(runs=runs), self.faults)
+        r.level_progress, r.shard_runner = self.level_progress, self.shard_runner
+        r.runaway_in = phase
+        return r
 
     def absorb(self, other: _Runner) -> None:
         self.runs += other.runs
@@ -123,26 +146,31 @@ class _Runner:
         return found[0] if found else None
 
     def _account(self, out: RunOutcome) -> None:
-        self.runs += 1
         if self.runaway is None and ran_away(out):
             self.runaway = out
-        if self.first_failure is None and _failed(out):
+        self.account(RunStats.of(out))
+
+    def account(self, stats: RunStats) -> None:
+        """Count one run, here or on a worker (the referee's shards send their runs' stats back)."""
+        self.runs += 1
+        if self.first_failure is None and stats.failed:
             self.first_failure = (self.runs, self.elapsed())
         if self.progress is not None:
             self.progress(self.runs, self.first_failure is not None)
-        n = out.steps
+        n = stats.steps
         self.steps += n
         if n > self.max_steps_seen:
             self.max_steps_seen = n
-        for kind in out.fault_points:
+        points = 0
+        for kind, count in stats.fault_points:
+            points += count
             if kind not in self.fault_kinds_seen:
                 self.fault_kinds_seen.append(kind)
-        points = sum(out.fault_points.values())
         if points > self.max_fault_points:
             self.max_fault_points = points
-        if out.max_window > self.max_window:
-            self.max_window = out.max_window
-        if out.interrupted:
+        if stats.max_window > self.max_window:
+            self.max_window = stats.max_window
+        if stats.interrupted:
             self.interrupted = True
 
     def run(self, chooser: Any) -> RunOutcome:
@@ -171,6 +199,10 @@ class _Runner:
         if b.runs is not None and self.runs >= b.runs:
             return True
         return b.seconds is not None and self.elapsed() >= b.seconds
+
+    def runs_left(self) -> int | None:
+        """Runs the budget still allows (None: no run cap)."""
+        return None if self.budget.runs is None else max(0, self.budget.runs - self.runs)
 
     def space(self) -> str:
         lag = f"postponements within windows of up to {self.max_window:g} s" if self.max_window else "no time windows"
