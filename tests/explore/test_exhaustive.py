@@ -48,7 +48,7 @@ def test_exhaustive_runs_to_its_verdict_without_budget(capsys: pytest.CaptureFix
 
 
 def test_cut_exhaustive_names_complete_levels() -> None:
-    full, levels = _levels(lost_update, 4, fixed=True)
+    _full, levels = _levels(lost_update, 4, fixed=True)
     budget = levels[0][0] + levels[1][0] + levels[2][0] + 5  # levels 0-2 and 5 plans of level 3
     cut = h.explore(lost_update, strategy="exhaustive:4", budget=budget, fixed=True)
     assert cut.verdict == "none-found" and cut.runs == budget
