@@ -221,7 +221,9 @@ class PendingClusterQueue:
 class QueueManager:
     """``queue.Manager``: local queues, per-CQ heaps (by CQ **name**), the second-pass queue."""
 
-    def __init__(self, world: World, workloads: Informer, tracker: StaleTracker, *, fixed: bool) -> None:
+    def __init__(
+        self, world: World, workloads: Informer, tracker: StaleTracker, *, fixed: bool, reread: bool = False
+    ) -> None:
         self.world = world
         self.workloads = workloads  # the manager's client is the cached client
         self.tracker = tracker
@@ -229,6 +231,8 @@ class QueueManager:
         self.hm: dict[str, PendingClusterQueue] = {}
         self.second_pass_queue = SecondPassQueue(fixed)
         self.fixed = fixed
+        #: kueue#15571: the delayed callback re-reads the Workload instead of using the captured one
+        self.reread = reread
         self._cond = world.Event()
 
     def broadcast(self) -> None:
@@ -335,7 +339,8 @@ class QueueManager:
 
     # ------------------------------------------------------------- second pass
     def queue_second_pass_if_needed(self, w: KubeObject) -> bool:
-        """``QueueSecondPassIfNeeded``: a 1 s ``AfterFunc`` that captures ``w`` itself."""
+        """``QueueSecondPassIfNeeded``: a 1 s ``AfterFunc`` that captures ``w`` itself (before
+        #15571) or only its namespaced name (#15571)."""
         if not needs_second_pass(w):
             return False
         if self.fixed:
@@ -351,6 +356,15 @@ class QueueManager:
         return True
 
     def queue_second_pass(self, w: KubeObject) -> None:
+        """``queueSecondPass``. With #15571 it starts from ``m.client.Get(ctx, nsName, &w)``: the
+        manager's client is controller-runtime's cached client, so the read is the Workload
+        informer's cache; on NotFound the request is dropped (``deleteByKey``) and nothing is queued."""
+        if self.reread:
+            live = self.workloads.lister.try_get(w.namespace, w.name)
+            if live is None:  # "Workload not found when queuing for second pass; dropping the request"
+                self.second_pass_queue.delete_by_key(key_of(w))
+                return
+            w = live
         info = new_info(w)
         if self.fixed:
             if self.second_pass_queue.queue(info):

@@ -1,12 +1,13 @@
-"""kubernetes-sigs/kueue#5511 (fix PR #5587, c5eaee29): second-pass entries outlive the workload delete.
+"""kubernetes-sigs/kueue#5511 (fix PR #5587, c5eaee29; final fix PR #15571): second-pass entries outlive the delete.
 
 Two registry entries share one scenario:
 
 * ``kueue_second_pass``: test A's ``AfterEach`` deletes wl1 0.3 s after the node failure,
   inside the 1 s ``AfterFunc`` window. The upstream test sequence always lands there, so
-  the buggy variant fails canonically (0 deviations); the fix is proved clean.
-* ``kueue_second_pass_residual`` (known open): the delete lands between ``takeAllReady`` and
-  ``requeueAndUpdate``; the fixed code re-prequeues the captured object (1 deviation).
+  the buggy variant fails canonically (0 deviations); the final fix is proved clean.
+* ``kueue_second_pass_residual``: from #5587 on. The delete lands between ``takeAllReady`` and
+  ``requeueAndUpdate``; #5587 re-prequeues the captured object (1 deviation), #15571's re-read
+  of the Workload drops the request.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from harness.sim import ReplayChooser, RunOutcome
 from races import REGISTRY
 from races._kueue_queue import NODE_TO_REPLACE, Info, SecondPassQueue
 from races._kueue_scheduler import Scheduler
-from races.kueue_second_pass import RACES, scenario
+from races.kueue_second_pass import RACES, scenario, scenario_after_5587
 
 RACE, RESIDUAL = RACES
 SAFETY = "no Heads() result or preemption target for a deleted workload"
@@ -50,10 +51,10 @@ def _run(choices: list[int], **params: Any) -> RunOutcome:
 
 def test_registered_with_upstream_reference() -> None:
     assert REGISTRY["kueue_second_pass"] is RACE and REGISTRY["kueue_second_pass_residual"] is RESIDUAL
-    assert RACE.upstream == "kubernetes-sigs/kueue#5511 (fix PR #5587, c5eaee29)"
-    # under explored informer lag the #5587 fix's residual window is reachable at 0.3 s too
-    assert RACE.known_open and RESIDUAL.known_open
-    assert RESIDUAL.params == {"teardown_after": 1.0}
+    assert RACE.upstream == "kubernetes-sigs/kueue#5511 (fix PR #5587, c5eaee29; final fix PR #15571)"
+    # the final fix closes the residual window too: both rows are found and cleared
+    assert not RACE.known_open and not RESIDUAL.known_open
+    assert RESIDUAL.scenario is scenario_after_5587 and RESIDUAL.faults == RACE.faults == "all"
 
 
 # ------------------------------------------------ the queue alone (upstream unit test)
@@ -132,16 +133,50 @@ def test_the_teardown_delay_does_not_place_the_bug(teardown_after: float) -> Non
     assert found.counterexample.violation.name == SAFETY and found.counterexample.deviations == 0
 
 # ------------------------------------------------------------ fixed variant
-def test_fixed_is_clean_without_lag_and_open_with_one_late_delete(monkeypatch: pytest.MonkeyPatch) -> None:
-    """#5587 closes the 1 s window; one late DELETED delivery reaches its residual window (#15571)."""
+def test_5587_alone_is_clean_without_lag_and_open_with_one_late_delete(monkeypatch: pytest.MonkeyPatch) -> None:
+    """#5587 closes the 1 s window; one late DELETED delivery reaches its residual window."""
     with monkeypatch.context() as m:
         m.setattr(informer_module, "DEFAULT_MAX_LAG", 0.0)
-        no_lag = harness.explore(scenario, strategy="exhaustive:1", budget=5000, fixed=True)
+        no_lag = harness.explore(scenario, strategy="exhaustive:1", budget=5000, fixed=True, only_5587=True)
     assert no_lag.verdict == "proved-clean", no_lag.outcome
-    lag = harness.explore(scenario, strategy="exhaustive:1", budget=5000, fixed=True)
+    lag = harness.explore(scenario, strategy="exhaustive:1", budget=5000, fixed=True, only_5587=True)
     cx = lag.counterexample
     assert cx is not None and cx.deviations == 1 and cx.proved_minimal is True
     assert cx.violation.name == SAFETY
+
+
+def test_kueue_final_fix_is_clean_under_lag() -> None:
+    """#15571: the late DELETED that opens #5587's window finds the re-read; clean with every fault kind."""
+    proof = harness.explore(scenario, strategy="exhaustive:1", fixed=True)
+    assert proof.verdict == "proved-clean" and proof.runs > 100, proof.outcome
+    sampled = harness.explore(scenario, strategy="random", budget=600, seed=3, fixed=True, faults="all")
+    assert sampled.verdict == "none-found", sampled.outcome
+    residual = harness.explore(scenario_after_5587, strategy="exhaustive:1", fixed=True)
+    assert residual.verdict == "proved-clean", residual.outcome
+
+
+def test_the_re_read_drops_the_request_of_a_deleted_workload() -> None:
+    """The timer fires after the DELETE reached the cache: #15571 drops it, #5587 queues the captured object."""
+    from races._kueue_queue import QueueManager, StaleTracker
+
+    class _Lister:
+        def try_get(self, _ns: str, _name: str) -> None:
+            return None  # the Workload's DELETED has reached the informer cache
+
+    class _Informer:
+        lister = _Lister()
+
+    def _manager(reread: bool) -> QueueManager:
+        world: Any = type("W", (), {"Event": lambda self: type("E", (), {"set": lambda self: None})()})()
+        return QueueManager(world, _Informer(), StaleTracker.__new__(StaleTracker), fixed=True, reread=reread)
+
+    w = _needing_second_pass("wl1")
+    for reread, ready in ((False, ["default/wl1"]), (True, [])):
+        m = _manager(reread)
+        m.second_pass_queue.prequeue(w)  # requeueAndUpdate re-armed the timer after takeAllReady
+        m.queue_second_pass(w)
+        assert [i.key for i in m.second_pass_queue.take_all_ready()] == ready
+        assert m.second_pass_queue.prequeued == {}
 
 
 def test_fixed_canonical_run_admits_both_test_b_workloads() -> None:
@@ -169,10 +204,10 @@ def test_liveness_oracle_fires_when_test_b_cannot_admit(monkeypatch: pytest.Monk
     assert "did not happen within 10 virtual seconds" in out.violation.message
 
 
-# ------------------------------------------------------- residual (known open)
-def test_residual_window_stays_open_in_the_fixed_variant() -> None:
-    result = harness.explore(scenario, strategy="random", budget=RESIDUAL.budget, seed=0, fixed=True, **RESIDUAL.params)
-    assert result.verdict == "found"  # known open: #5587 does not close it
+# ------------------------------------------------------- residual: #5587 against #15571
+def test_residual_window_is_open_in_5587_and_closed_by_15571() -> None:
+    result = harness.explore(scenario_after_5587, strategy="random", budget=RESIDUAL.budget, seed=0, fixed=False)
+    assert result.verdict == "found"  # #5587 does not close it
     cx = result.counterexample
     assert cx is not None
     assert cx.proved_minimal is True and cx.deviations == 1
@@ -183,13 +218,13 @@ def test_residual_window_stays_open_in_the_fixed_variant() -> None:
     fired = labels.index("AfterFunc(1s) fires: queueSecondPass test-a/wl1")
     heads = labels.index("Heads: wait for pending workloads (sync.Cond)", fired)
     delete = labels.index("informer/Workload deliver DELETED test-a/wl1 rv=11")
-    get_ns = labels.index("get Namespace test-a", heads)
+    get_ns = labels.index("get Namespace test-a (cached client)", heads)
     assert heads < delete < get_ns
-    exhaustive = harness.explore(scenario, strategy="exhaustive:1", fixed=True, **RESIDUAL.params)
-    assert exhaustive.counterexample is not None and exhaustive.counterexample.deviations == 1
+    fixed = harness.explore(scenario_after_5587, strategy="exhaustive:1", fixed=True)
+    assert fixed.verdict == "proved-clean", fixed.outcome
 
 
-def test_residual_canonical_order_is_clean_when_fixed_and_fails_when_buggy() -> None:
-    assert _run([], fixed=True, **RESIDUAL.params).violation is None
-    buggy = harness.explore(scenario, strategy="random", budget=RESIDUAL.budget, seed=0, fixed=False, **RESIDUAL.params)
+def test_residual_canonical_order_is_clean_from_5587_on_and_fails_before() -> None:
+    assert _run([], fixed=True, only_5587=True, teardown_after=1.0).violation is None
+    buggy = harness.explore(scenario, strategy="random", budget=RESIDUAL.budget, seed=0, fixed=False, teardown_after=1.0)
     assert buggy.counterexample is not None and buggy.counterexample.deviations == 0

@@ -38,5 +38,5 @@ def test_fixed_variant_is_clean_unless_known_open(race: Any, spec: Race) -> None
 def test_races_that_place_every_fault_kind() -> None:
     """The fixed variants checked clean (sampled) with every fault kind; the others say why not."""
     assert [r.name for r in RACES if r.faults == "all"] == [
-        "kruise_imagepulljob", "volcano_gang_close",
+        "kruise_imagepulljob", "kueue_second_pass", "kueue_second_pass_residual", "volcano_gang_close",
     ]
