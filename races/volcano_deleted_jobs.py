@@ -68,8 +68,12 @@ the new job with its pod's task. Upstream has the same gap from ``2832dfe1`` thr
 release-1.13, read there; #4753 queues ``<key>/<PgUID>`` strings and judges
 ``JobTerminated`` on the job now cached, so it never deletes one with a task or a
 PodGroup. ``fixed_4753=True`` models it, clean where #3375 is not
-(``test_the_3375_fix_leaves_a_residual_race_that_4753_closes``). The registered fixed
-variant stays #3375 at the pauses the issue describes (20 s, none).
+(``test_the_3375_fix_leaves_a_residual_race_that_4753_closes``). It is registered as its own
+race, ``volcano_deleted_jobs_3375_residual`` (:func:`scenario_3375_residual`): buggy is #3375,
+fixed is #4753, and the oracle is the upstream symptom (the new pod is never bound), since
+#4753 changes what the cleanup may delete. The 9 s pause is the user's, one of the pauses
+that land in the retry's window (8, 8.5 and 10 s find it too). ``volcano_deleted_jobs`` keeps
+#3375 as its fixed variant at the pauses the issue describes (20 s, none).
 
 The API-level race (:func:`scenario_api`) needs no timing: the pg-controller's
 ReplicaSet handler is a single listener that makes one DELETE per ``replicas == 0``
@@ -519,6 +523,25 @@ async def scenario(
     # one ReplicaSet: one sync at a time
     c = Cluster(world, fixed=fixed or fixed_4753, grace=grace, rs_workers=1, fixed_4753=fixed_4753)
     world.invariant(c.check_cleanup, "cleanup deletes only its own job")
+    await _scale_down_and_up(world, c, settle=settle, pause=pause)
+
+
+async def scenario_3375_residual(world: World, *, fixed: bool = False, pause: float = 9.0, grace: int = 30) -> None:
+    """The residual race of #3375: buggy is #3375's cleanup, ``fixed`` is #4753's.
+
+    The same user sequence as :func:`scenario`; the oracle is the upstream symptom alone (the
+    new pod is bound within 10 s of the scale-up), not the cleanup invariant, since #4753
+    changes what the cleanup deletes. ``pause``: the shorter of the user's two pauses
+    before scaling back up; the retry backoff decides which pauses land in the window
+    (``test_3375_residual_pause_places_nothing``).
+    """
+    world.horizon = 10_000.0
+    c = Cluster(world, fixed=True, grace=grace, rs_workers=1, fixed_4753=fixed)
+    await _scale_down_and_up(world, c, settle=0.5, pause=pause)
+
+
+async def _scale_down_and_up(world: World, c: Cluster, *, settle: float, pause: float) -> None:
+    """volcano#3374's user: scale 1 -> 0, wait for the pod to go, pause (a choice), scale back to 1."""
     world.at_end(c.check_every_pod_group_cached, "every PodGroup has its JobInfo")
     await c.start(replicas=1)
     await c.wait(settle)
@@ -579,6 +602,23 @@ RACES = [
             "scheduler/informer/Pod deliver DELETED default/rs1-1",
             "create PodGroup default/podgroup-",
             "scheduler/informer/PodGroup deliver ADDED",
+            "DeletedJobs ready JobInfo",
+        ),
+    ),
+    Race(
+        name="volcano_deleted_jobs_3375_residual",
+        title="Volcano #3375's residual: two empty PgUIDs match, so a stale retry deletes the new job",
+        upstream="volcano-sh/volcano#3374 (buggy: fix PR #3375, 2832dfe1; fixed: PR #4753, b41b700e)",
+        scenario=scenario_3375_residual,
+        params={},
+        budget=3000,
+        strategy="random",
+        known_open=False,
+        key_events=(
+            "scheduler/informer/PodGroup",
+            "DeletedJobs ready JobInfo",
+            "user: pause before scaling back up",
+            "create PodGroup default/podgroup-",
             "DeletedJobs ready JobInfo",
         ),
     ),

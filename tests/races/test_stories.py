@@ -39,7 +39,9 @@ def _cases() -> list[tuple[str, Any, dict[str, Any], str, int, str | None]]:
 def test_story_of_every_registered_race_is_pinned() -> None:
     stale: list[str] = []
     for stem, scenario, params, strategy, budget, faults in _cases():
-        result = h.explore(scenario, strategy=strategy, budget=budget, seed=0, faults=faults, **params)
+        # a 3-entry counterexample whose proof would need level 2's 23,000+ plans: the cut proof keeps it as shrunk
+        proof = {"proof_budget": 300} if stem.startswith("volcano_deleted_jobs_3375_residual") else {}
+        result = h.explore(scenario, strategy=strategy, budget=budget, seed=0, faults=faults, **proof, **params)
         cx = result.counterexample
         assert cx is not None, f"{stem}: {result.outcome}"
         story = cx.story()

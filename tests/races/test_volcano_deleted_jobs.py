@@ -7,9 +7,16 @@ from race_support import assert_found_then_clean, assert_in_order
 
 import harness
 from harness.kube import WorkQueue
-from harness.sim import PlanChooser, ReplayChooser
+from harness.sim import Hold, Pick, PlanChooser, ReplayChooser
 from races import REGISTRY
-from races.volcano_deleted_jobs import Cluster, JobInfo, job_terminated, scenario, scenario_api
+from races.volcano_deleted_jobs import (
+    Cluster,
+    JobInfo,
+    job_terminated,
+    scenario,
+    scenario_3375_residual,
+    scenario_api,
+)
 
 RACE = REGISTRY["volcano_deleted_jobs"]
 API_RACE = REGISTRY["volcano_deleted_jobs_api"]
@@ -91,6 +98,36 @@ def test_the_3375_fix_leaves_a_residual_race_that_4753_closes() -> None:
     assert "(PgUID -) but deleted" in message and "(PgUID -) (PodGroup nil, 1 task(s))" in message
     closed = harness.explore(scenario, strategy="random", budget=800, seed=0, fixed_4753=True, pause=9.0)
     assert closed.verdict == "none-found"
+
+
+def test_3375_residual_is_a_registered_race() -> None:
+    """Buggy is #3375's cleanup, fixed is #4753's; the oracle is the symptom: the new pod never bound."""
+    residual = REGISTRY["volcano_deleted_jobs_3375_residual"]
+    assert residual.scenario is scenario_3375_residual and not residual.known_open
+    assert residual.upstream == "volcano-sh/volcano#3374 (buggy: fix PR #3375, 2832dfe1; fixed: PR #4753, b41b700e)"
+    found = harness.explore(scenario_3375_residual, strategy=residual.strategy, budget=residual.budget, seed=1,
+                            fixed=False, prove_minimal=False)
+    cx = found.counterexample
+    assert cx is not None and cx.violation.name == "pod bound within 10s of the scale-up"
+    assert "no pod of ReplicaSet rs1 bound since the scale-up" in cx.violation.message
+    assert_in_order([r.label for r in cx.trace], residual.key_events)
+    # the plan names the user's shorter pause and holds of the scheduler's PodGroup informer (a late first
+    # LIST, the new PodGroup's ADDED held until a stale retry fired): 3 entries from seed 0, 4 from seed 1
+    picks = [e for e in cx.plan if isinstance(e, Pick)]
+    assert [p.value for p in picks] == [1] and "pause before scaling back up" in picks[0].at.label
+    assert any(isinstance(e, Hold) and e.what.actor == "scheduler/informer/PodGroup" for e in cx.plan)
+    assert 3 <= cx.deviations <= 4
+    clean = harness.explore(scenario_3375_residual, strategy=residual.strategy, budget=1000, seed=1, fixed=True)
+    assert clean.verdict == "none-found", clean.outcome
+
+
+@pytest.mark.parametrize("pause", [8.0, 8.5, 10.0])
+def test_3375_residual_pause_places_nothing(pause: float) -> None:
+    """The user's 9 s pause is one of many: any pause in the retry's window finds the same race."""
+    found = harness.explore(scenario_3375_residual, strategy="random", budget=3000, seed=0, fixed=False,
+                            pause=pause, prove_minimal=False, shrink_found=False)
+    assert found.counterexample is not None, found.outcome
+    assert found.counterexample.violation.name == "pod bound within 10s of the scale-up"
 
 
 def test_the_residual_race_shows_the_upstream_symptom_too(monkeypatch: pytest.MonkeyPatch) -> None:
