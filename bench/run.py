@@ -209,6 +209,10 @@ def shrinking(settings: Settings) -> list[dict[str, Any]]:
                 row["error"] = "not found by the default strategy (seed 0)"
             else:
                 cx = full.counterexample
+                # the names of `hunt --json`: the search, then the shrinker and the proof, each on its own
+                row.update(found_at_run=full.first_found_run, found_after_s=full.first_found_seconds,
+                           shrinker_runs=full.shrink_runs, proof_runs=full.proof_runs, total_runs=full.runs,
+                           total_seconds=full.seconds)
                 row.update(shrink_seconds=max(0.0, full.seconds - raw.seconds),
                            shrink_runs=full.runs - (full.first_found_run or 0),
                            raw_deviations=raw.counterexample.deviations if raw.counterexample else None,
@@ -459,6 +463,15 @@ def render(res: dict[str, Any]) -> str:
         [r["race"] + (" (known open)" if r["known_open"] else ""), r["strategy"] + (" *" if r["default"] else ""),
          _fmt_ttf(r), r.get("target", ""), _mark(r.get("ok"))] for r in s["time_to_failure"]]))
     parts += ["", "`*` = the race's default strategy; exhaustive is deterministic (one run of the search).", ""]
+    done = [r for r in s.get("shrinking", []) if "found_at_run" in r]
+    if done:
+        parts += ["What a user's hunt spends (default strategy, seed 0; the names of `hunt --json`): the search "
+                  "until the first failure, then the shrinker and the minimality proof, counted apart.", ""]
+        parts.append(_table(["race", "found_at_run", "found_after_s", "shrink_runs", "proof_runs", "total runs",
+                             "total s"], [
+            [r["race"], _num(r["found_at_run"]), _num(r["found_after_s"], "{:.3f}"), _num(r["shrinker_runs"]),
+             _num(r["proof_runs"]), _num(r["total_runs"]), _num(r["total_seconds"], "{:.2f}")] for r in done]))
+        parts.append("")
     parts += [f"## 3. Peer baseline: live re-runs (Trio's scheduler, real clock x {res['settings']['time_scale']}, "
               f"±20% jitter, no harness), pytest-repeat style, cap {res['settings']['baseline_cap']:g} s per race", ""]
     parts.append(_table(["race", "baseline", "harness median", "ratio", "target", ""], [

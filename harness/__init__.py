@@ -155,7 +155,7 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-__version__ = "0.1.0"
+from ._version import __version__ as __version__  # noqa: E402  (after the lazy facade, as before)
 
 __all__ = [
     "PCT", "Budget", "Counterexample", "Event", "Exhaustive", "HarnessError", "Hypothesis", "Limits", "Lock",

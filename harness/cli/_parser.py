@@ -46,7 +46,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> _Parser:
-    from .. import __version__
+    from .._version import __version__
 
     raw = argparse.RawDescriptionHelpFormatter
     p = _Parser(

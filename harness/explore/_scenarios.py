@@ -59,6 +59,7 @@ ENTRY_POINT_GROUP = "race_harness.races"
 #: the attribute :func:`scenario` sets
 _MARK = "__race_scenario__"
 
+
 #: source files larger than this are not parsed for the mark (no scenario module is this large)
 _MAX_SOURCE_BYTES = 8 * 2**20
 
@@ -78,9 +79,7 @@ def scenario(fn: F) -> F:
         @harness.scenario
         async def lost_update(world: harness.World, *, fixed: bool = False) -> None: ...
     """
-    from ..stateful import RaceMachine
-
-    if not (inspect.iscoroutinefunction(fn) or (isinstance(fn, type) and issubclass(fn, RaceMachine))):
+    if not (inspect.iscoroutinefunction(fn) or (isinstance(fn, type) and getattr(fn, _MARK, False) is True)):
         raise TypeError(
             f"@harness.scenario marks an 'async def' scenario function or a RaceMachine subclass, not {fn!r}"
         )
@@ -213,14 +212,11 @@ def _registered(module: str, qualname: str) -> bool:
 
 def is_marked(obj: Any) -> bool:
     """Whether ``obj`` is a scenario a trace file may name (see the module docstring)."""
-    from ..stateful import RaceMachine
-
+    # a RaceMachine subclass inherits the mark from its base class (harness.stateful sets it)
     if (inspect.isfunction(obj) or inspect.ismethod(obj) or isinstance(obj, type)) and getattr(obj, _MARK, False) is True:
         return True
-    if isinstance(obj, type) and issubclass(obj, RaceMachine):
-        return True
     owner = getattr(obj, "__self__", None) if inspect.ismethod(obj) else None
-    if isinstance(owner, type) and issubclass(owner, RaceMachine) and obj.__name__ == "scenario":
+    if isinstance(owner, type) and getattr(owner, _MARK, False) is True and obj.__name__ == "scenario":
         return True
     if not (inspect.isfunction(obj) or inspect.ismethod(obj)):
         return False
@@ -632,10 +628,9 @@ def resolve(
             raise error(
                 f"{where!r} has no {qualname!r}: it was renamed or removed; check {ref!r}, or re-run the hunt"
             ) from None
-    from ..stateful import RaceMachine
-
-    if isinstance(obj, type) and issubclass(obj, RaceMachine):
-        obj = obj.scenario
+    if isinstance(obj, type) and getattr(obj, _MARK, False) is True and callable(getattr(obj, "scenario", None)):
+        machine: Any = obj  # a RaceMachine subclass: its scenario classmethod
+        obj = machine.scenario
     if not is_marked(obj):
         raise refusal(True)
     return obj  # type: ignore[no-any-return]

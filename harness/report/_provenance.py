@@ -70,7 +70,7 @@ def command_line(argv: list[str] | None = None) -> str:
 
 
 def provenance(command: str | None = None, *, now: _dt.datetime | None = None) -> Provenance:
-    from .. import __version__
+    from .._version import __version__
 
     when = (now or _dt.datetime.now(_dt.UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
     return Provenance(

@@ -104,6 +104,9 @@ def invariant(name: str | None = None) -> Callable[[F], F]:
 class RaceMachine:
     """Base class for async stateful race tests. Subclass, then use ``scenario`` or ``TestCase``."""
 
+    #: every subclass is a scenario a trace file may name (the explore layer reads the mark, not this class)
+    __race_scenario__: ClassVar[bool] = True
+
     #: upper bound on the number of rules in one program
     max_rules: ClassVar[int] = 4
     #: let the cluster settle (no enabled action but timers) between rules? (default: no)

@@ -126,7 +126,7 @@ def test_our_races_are_registered_through_the_same_entry_points() -> None:
     eps = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
     assert {ep.value.partition(":")[0] for ep in eps} >= set(MODULES)
     assert next(r.scenario.__module__ for r in REGISTRY.values()) == MODULES[0]  # the documented order
-    assert len(REGISTRY) == 7 and "volcano_deleted_jobs" in REGISTRY
+    assert len(REGISTRY) == 8 and "volcano_deleted_jobs_3375_residual" in REGISTRY
 
 
 def test_a_race_machine_class_is_a_scenario_on_the_command_line(tmp_path: Path) -> None:
