@@ -3,7 +3,7 @@
 Two races share this model of a Deployment's ReplicaSet scheduled by Volcano:
 
 ``volcano_deleted_jobs`` -- volcano-sh/volcano#3374, fix PR #3375, commit ``2832dfe1``
-("fix podgroup retry"; cherry-pick #3376). Design spec: ``upstream-races.md`` section 4.
+("fix podgroup retry"; cherry-pick #3376).
 The scheduler cache queues **pointers** (``*JobInfo``) in its rate-limited
 ``DeletedJobs`` queue. ``processCleanupJob`` judges ``JobTerminated`` on the queued
 pointer but deletes ``sc.Jobs[key]`` by key. A failed cleanup (the PodGroup is gone but

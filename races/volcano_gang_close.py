@@ -2,7 +2,7 @@
 
 Upstream: issue volcano-sh/volcano#4011 "Boundary Condition Considerations in Gang
 Plugin's OnSessionClose"; fix PR #4012, commit ``15ebb45e`` ("skip unavailable jobs
-during the close session step"). Design spec: ``upstream-races.md`` section 3.
+during the close session step").
 
 Modelled from volcano-sh/volcano at ``15ebb45e^`` (read there):
 

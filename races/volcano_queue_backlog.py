@@ -32,8 +32,8 @@ PodGroup phase change becomes a distinct request, most requests write the Queue
 status from a lister copy that the previous write (20 ms of cache lag) or the
 scheduler has already made stale, every 409 costs a token of the *global*
 10/s bucket of the default rate limiter, and once conflicts outrun 10/s the
-bucket delay and the waiting heap grow linearly (section 0.3 of
-``upstream-races.md``). So the **canonical run of the buggy variant already
+bucket delay and the waiting heap grow linearly (the bucket of
+:class:`~harness.kube.BucketRateLimiter`). So the **canonical run of the buggy variant already
 violates the backlog bound** (at t=10.8 s; the backlog grows by about 19
 items/s): the minimal
 counterexample has 0 deviations, and the exhaustive referee proves 0 minimal.

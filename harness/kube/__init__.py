@@ -2,7 +2,7 @@
 
 Layering: ``harness.kube`` builds only on ``harness.sim`` (actors, virtual time,
 choices). Every request and every watch delivery is one scheduled action, so
-the races of the design spec (``upstream-races.md``) section 0 come from scheduling itself.
+the races of client-go and the apiserver come from scheduling itself.
 The implementation lives in private modules; this is the public surface.
 """
 
@@ -15,6 +15,10 @@ from ._apiserver import APIServer as APIServer
 from ._apiserver import WatchEvent as WatchEvent
 from ._apiserver import apiservers_of as apiservers_of
 from ._apiserver import merge_patch as merge_patch
+from ._conditions import find_status_condition as find_status_condition
+from ._conditions import is_status_condition_true as is_status_condition_true
+from ._conditions import remove_status_condition as remove_status_condition
+from ._conditions import set_status_condition as set_status_condition
 from ._controller import Controller as Controller
 from ._controller import Result as Result
 from ._errors import AlreadyExists as AlreadyExists
@@ -78,6 +82,8 @@ __all__ = [
     "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout", "Gone", "ShutDown", "WatchEvent",
     "WorkQueue", "controller_ref", "copy_json", "default_controller_rate_limiter", "merge_patch",
     "retry_on_conflict", "apiservers_of", "informers_of",
+    # status conditions with apimachinery's semantics (_conditions.py)
+    "find_status_condition", "is_status_condition_true", "remove_status_condition", "set_status_condition",
     # controller-runtime's event path (_events.py)
     "CreateEvent", "DeleteEvent", "EnqueueRequestForObject", "EnqueueRequestForOwner", "EnqueueRequestsFromMapFunc",
     "EventHandler", "Funcs", "GenerationChangedPredicate", "GenericEvent", "Predicate",

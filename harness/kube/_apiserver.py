@@ -3,8 +3,8 @@
 Semantics follow ``k8s.io/apiserver/pkg/registry/generic/registry/store.go``
 (create, update, graceful delete, finalizers), ``storage/etcd3/store.go`` (one
 global revision; a no-op update writes nothing) and
-``apimachinery/pkg/api/errors`` (messages). Section 0.5-0.7 of
-the design spec (``upstream-races.md``) lists the guarantees the races depend on.
+``apimachinery/pkg/api/errors`` (messages): the guarantees the races depend on
+(ordering, resourceVersion checks, preconditions, finalizers, graceful deletion).
 
 Every request is **one yield point taken before it has any effect**
 (``await world.step("update_status Queue default/q1", key=..., rv=...)``), so an
@@ -30,6 +30,12 @@ from ._process import checkpoint
 #: ``metav1.FinalizerOrphanDependents``); the garbage collector removes them.
 FOREGROUND_FINALIZER = "foregroundDeletion"
 ORPHAN_FINALIZER = "orphan"
+
+#: ``names.SimpleNameGenerator``: ``utilrand``'s alphabet (no vowels, no confusable digits), 5 characters after a
+#: prefix of at most 63 - 5 characters
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_NAME_SPACE = len(_NAME_ALPHABET) ** 5
+_MAX_GENERATED_PREFIX = 58
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -108,6 +114,7 @@ class APIServer:
         self._watchers: dict[str, builtins.list[Sink]] = {}
         self._rv = 0
         self._uids = 0
+        self._generated = 0  # generateName's sequence
         self._awaiting_kubelet: dict[str, bool] = {}  # pod uid -> graceful delete waits for the kubelet
         self.calls: dict[tuple[str, str], int] = {}
         self.errors: dict[tuple[str, str, int], int] = {}
@@ -280,6 +287,20 @@ class APIServer:
         return objects
 
     # --------------------------------------------------------------- writes
+    def _generate_name(self, kind: str, namespace: str, prefix: str) -> str:
+        """``prefix[:58]`` + 5 characters of ``bcdfghjklmnpqrstvwxz2456789``, from a sequence, never a taken name."""
+        taken = self._store.get(kind, {})
+        while True:
+            self._generated += 1
+            n = (self._generated * 7_368_787) % _NAME_SPACE  # a fixed permutation of the suffixes: no global random
+            suffix = ""
+            for _ in range(5):
+                n, digit = divmod(n, len(_NAME_ALPHABET))
+                suffix += _NAME_ALPHABET[digit]
+            name = prefix[:_MAX_GENERATED_PREFIX] + suffix
+            if (f"{namespace}/{name}" if namespace else name) not in taken:
+                return name
+
     async def _create(self, obj: KubeObject) -> KubeObject:
         """POST: assigns uid (``uid-0001``...), resourceVersion and creationTimestamp."""
         await self._enter("create", obj.kind, obj.namespace, obj.name)
@@ -397,7 +418,7 @@ class APIServer:
         """DELETE by name, with optional ``Preconditions{UID, ResourceVersion}``.
 
         Without preconditions this deletes **whatever object now has the
-        name**, a re-created one included (section 0.6). Graceful deletion
+        name**, a re-created one included. Graceful deletion
         (``registry/store.go`` ``Delete`` / ``BeforeDelete``): the object gets a
         deletionTimestamp (MODIFIED) and stays while it has finalizers, or, for
         a Pod bound to a node with a grace period > 0, until the kubelet
@@ -479,8 +500,18 @@ class APIServer:
             raise self._error(verb, kind, ServerTimeout.of(verb, kind), ref)
         return out
 
-    async def create(self, obj: KubeObject) -> KubeObject:
-        """POST: assigns uid (``uid-0001``...), resourceVersion and creationTimestamp."""
+    async def create(self, obj: KubeObject, *, generate_name: str = "") -> KubeObject:
+        """POST: assigns uid (``uid-0001``...), resourceVersion and creationTimestamp.
+
+        ``generate_name``: ``metadata.generateName``. With an empty ``obj.name`` the apiserver names
+        the object: the prefix (cut to 58 characters) and 5 characters of ``utilrand``'s alphabet, as
+        ``names.SimpleNameGenerator``. Here the suffix is the next of this apiserver's own sequence, so
+        a run names its objects the same way every time, and a name already taken is skipped (as the
+        apiserver's retry of generated names does). Read the name from the returned object.
+        """
+        if generate_name and not obj.name:
+            obj = obj.deepcopy()
+            obj.name = self._generate_name(obj.kind, obj.namespace, generate_name)
         out = await self._create(obj)
         return await self._respond("create", obj.kind, object_ref(obj.kind, obj.namespace, obj.name), out)
 

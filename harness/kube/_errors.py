@@ -46,6 +46,7 @@ class NotFound(ApiError):
 
     @classmethod
     def of(cls, kind: str, name: str) -> NotFound:
+        """The apiserver's 404 for ``kind`` ``name``, worded as kubectl shows it."""
         return cls(f'{resource(kind)} "{name}" not found')
 
 
@@ -55,6 +56,7 @@ class AlreadyExists(ApiError):
 
     @classmethod
     def of(cls, kind: str, name: str) -> AlreadyExists:
+        """The apiserver's 409 AlreadyExists for ``kind`` ``name``, worded as kubectl shows it."""
         return cls(f'{resource(kind)} "{name}" already exists')
 
 
@@ -64,6 +66,7 @@ class Conflict(ApiError):
 
     @classmethod
     def modified(cls, kind: str, name: str) -> Conflict:
+        """The 409 of a write whose resourceVersion is no longer the object's."""
         return cls(
             f'Operation cannot be fulfilled on {resource(kind)} "{name}": the object has been modified; '
             "please apply your changes to the latest version and try again"
@@ -71,6 +74,7 @@ class Conflict(ApiError):
 
     @classmethod
     def precondition(cls, kind: str, name: str, what: str, wanted: object, actual: object) -> Conflict:
+        """The 409 of a write whose UID or resourceVersion precondition does not hold."""
         return cls(
             f'Operation cannot be fulfilled on {resource(kind)} "{name}": Precondition failed: '
             f"{what} in precondition: {wanted}, {what} in object meta: {actual}"
@@ -88,6 +92,7 @@ class ServerTimeout(ApiError):
 
     @classmethod
     def of(cls, verb: str, kind: str) -> ServerTimeout:
+        """The 504 of a request the apiserver could not complete in time (it may or may not have committed)."""
         return cls(
             f"The {verb} operation against {resource(kind)} could not be completed at this time, please try again."
         )
@@ -101,6 +106,7 @@ class Gone(ApiError):
 
     @classmethod
     def of(cls, kind: str, rv: int, compacted: int) -> Gone:
+        """The 410 of a LIST or WATCH from a revision the watch cache has already compacted."""
         return cls(f"too old resource version: {rv} ({compacted}) for {resource(kind)}")
 
 

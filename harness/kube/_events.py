@@ -77,10 +77,21 @@ class GenericEvent:
 class Predicate(Protocol):
     """``predicate.Predicate``: whether an event reaches the handler (all of a watch's predicates must pass)."""
 
-    def create(self, e: CreateEvent) -> bool: ...
-    def update(self, e: UpdateEvent) -> bool: ...
-    def delete(self, e: DeleteEvent) -> bool: ...
-    def generic(self, e: GenericEvent) -> bool: ...
+    def create(self, e: CreateEvent) -> bool:
+        """Whether an ADDED (or a relist's new key) reaches the handler."""
+        ...
+
+    def update(self, e: UpdateEvent) -> bool:
+        """Whether a MODIFIED (or a resync's update) reaches the handler."""
+        ...
+
+    def delete(self, e: DeleteEvent) -> bool:
+        """Whether a DELETED (or a relist's missing key, ``delete_state_unknown``) reaches the handler."""
+        ...
+
+    def generic(self, e: GenericEvent) -> bool:
+        """Whether a generic event from a channel source reaches the handler."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -93,15 +104,19 @@ class Funcs:
     generic_func: Callable[[GenericEvent], bool] | None = None
 
     def create(self, e: CreateEvent) -> bool:
+        """``create_func(e)``, or True when it is not set."""
         return self.create_func is None or self.create_func(e)
 
     def update(self, e: UpdateEvent) -> bool:
+        """``update_func(e)``, or True when it is not set."""
         return self.update_func is None or self.update_func(e)
 
     def delete(self, e: DeleteEvent) -> bool:
+        """``delete_func(e)``, or True when it is not set."""
         return self.delete_func is None or self.delete_func(e)
 
     def generic(self, e: GenericEvent) -> bool:
+        """``generic_func(e)``, or True when it is not set."""
         return self.generic_func is None or self.generic_func(e)
 
 
@@ -113,6 +128,7 @@ class GenerationChangedPredicate(Funcs):
     """
 
     def update(self, e: UpdateEvent) -> bool:
+        """True only when ``metadata.generation`` differs between the old and the new object."""
         return e.object_new.generation != e.object_old.generation
 
 
@@ -120,6 +136,7 @@ class ResourceVersionChangedPredicate(Funcs):
     """Pass an update only when the resourceVersion changed: drops resyncs and duplicate deliveries."""
 
     def update(self, e: UpdateEvent) -> bool:
+        """True only when the resourceVersion differs between the old and the new object."""
         return e.object_new.resource_version != e.object_old.resource_version
 
 
@@ -138,16 +155,28 @@ def request_of(obj: KubeObject) -> str:
 class EventHandler(Protocol):
     """``handler.EventHandler``: maps each event to requests on the queue."""
 
-    def create(self, e: CreateEvent, q: Queue) -> None: ...
-    def update(self, e: UpdateEvent, q: Queue) -> None: ...
-    def delete(self, e: DeleteEvent, q: Queue) -> None: ...
-    def generic(self, e: GenericEvent, q: Queue) -> None: ...
+    def create(self, e: CreateEvent, q: Queue) -> None:
+        """Add the requests of a create event to ``q``."""
+        ...
+
+    def update(self, e: UpdateEvent, q: Queue) -> None:
+        """Add the requests of an update event to ``q``."""
+        ...
+
+    def delete(self, e: DeleteEvent, q: Queue) -> None:
+        """Add the requests of a delete event to ``q``."""
+        ...
+
+    def generic(self, e: GenericEvent, q: Queue) -> None:
+        """Add the requests of a generic event to ``q``."""
+        ...
 
 
 class _MapHandler:
     """An enqueuer defined by ``requests(obj)``; an update maps old and new and adds each request once."""
 
     def requests(self, obj: KubeObject) -> Iterable[str]:  # pragma: no cover - overridden
+        """The ``namespace/name`` requests one object maps to."""
         raise NotImplementedError
 
     def _add(self, q: Queue, objs: Sequence[KubeObject]) -> None:
@@ -159,15 +188,19 @@ class _MapHandler:
             q.add(req)
 
     def create(self, e: CreateEvent, q: Queue) -> None:
+        """Add the created object's requests."""
         self._add(q, [e.object])
 
     def update(self, e: UpdateEvent, q: Queue) -> None:
+        """Add the requests of the old and of the new object, each once, old first."""
         self._add(q, [e.object_old, e.object_new])
 
     def delete(self, e: DeleteEvent, q: Queue) -> None:
+        """Add the deleted object's requests (its last state, or a tombstone's)."""
         self._add(q, [e.object])
 
     def generic(self, e: GenericEvent, q: Queue) -> None:
+        """Add the object's requests."""
         self._add(q, [e.object])
 
 
@@ -175,9 +208,11 @@ class EnqueueRequestForObject(_MapHandler):
     """``handler.EnqueueRequestForObject``: the object's own key (for an update, the new object's)."""
 
     def requests(self, obj: KubeObject) -> Iterable[str]:
+        """The object's own ``namespace/name``."""
         return [request_of(obj)]
 
     def update(self, e: UpdateEvent, q: Queue) -> None:
+        """Add the new object's key only (upstream: ``evt.ObjectNew``)."""
         q.add(request_of(e.object_new))
 
 
@@ -196,6 +231,7 @@ class EnqueueRequestForOwner(_MapHandler):
     cluster_scoped: bool = False
 
     def requests(self, obj: KubeObject) -> Iterable[str]:
+        """The keys of the object's owners of ``owner_kind`` (controller owners only with ``only_controller``)."""
         out = []
         for ref in obj.owner_references:
             if ref.kind != self.owner_kind or (self.only_controller and not ref.controller):
@@ -211,6 +247,7 @@ class EnqueueRequestsFromMapFunc(_MapHandler):
     fn: Callable[[KubeObject], Iterable[str]]
 
     def requests(self, obj: KubeObject) -> Iterable[str]:
+        """``fn(obj)``, as a list."""
         return list(self.fn(obj))
 
 

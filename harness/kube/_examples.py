@@ -12,8 +12,8 @@ oracle registered inside, and a flag that switches the upstream fix on:
   write now gets 409 and is retried on a fresh read.
 * :func:`delete_by_name`: a controller deletes the ``ConfigMap default/c1`` it
   saw in its lister while another actor deletes and re-creates the name. By
-  name, the delete can remove the re-created object (section 0.6, the API-level
-  form of Volcano bug 4); with ``use_uid=True`` it carries
+  name, the delete can remove the re-created object (the API-level
+  form of volcano#3563); with ``use_uid=True`` it carries
   ``Preconditions{UID}`` and gets 409 instead.
 """
 

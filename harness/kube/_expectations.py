@@ -6,7 +6,7 @@ restart does upstream. Times are virtual seconds from ``world.now``.
 
 * :class:`ResourceVersionExpectation` and :class:`ScaleExpectations` follow
   openkruise ``pkg/util/expectations/resource_version_expectation.go`` and
-  ``scale_expectations.go`` (section 0.8).
+  ``scale_expectations.go``.
 * :class:`ControllerExpectations` follows kubernetes
   ``pkg/controller/controller_utils.go`` (``ControlleeExpectations``, 5-minute
   ``ExpectationsTimeout``).
@@ -81,6 +81,7 @@ class ResourceVersionExpectation:
         return None if entry is None else int(entry[0] or 0)
 
     def delete(self, obj: KubeObject) -> None:
+        """Drop whatever is expected for ``obj``'s UID (the object is gone)."""
         self._entries.pop(obj.uid, None)
 
     def __len__(self) -> int:
@@ -96,12 +97,14 @@ class ScaleExpectations:
         self._first: dict[str, float] = {}
 
     def expect_scale(self, controller_key: str, action: str, name: str) -> None:
+        """Record that ``controller_key`` expects to see ``action`` (create or delete) of pod ``name``."""
         if self._world.noting:
             self._world.note(f"{controller_key} expects {action} {name}", kind="expectation",
                              keys=(controller_key, name), op="expect", action=action)
         self._entries.setdefault(controller_key, {}).setdefault(action, {})[name] = None
 
     def observe_scale(self, controller_key: str, action: str, name: str) -> None:
+        """An informer saw ``action`` of ``name``: it is no longer expected by ``controller_key``."""
         entry = self._entries.get(controller_key)
         if entry is not None and action in entry:
             if self._world.noting and name in entry[action]:
@@ -132,6 +135,7 @@ class ScaleExpectations:
         return {a: list(names) for a, names in entry.items() if names}
 
     def delete_expectations(self, controller_key: str) -> None:
+        """Forget every expectation of ``controller_key`` and its unsatisfied clock."""
         self._entries.pop(controller_key, None)
         self._first.pop(controller_key, None)
 
@@ -161,18 +165,22 @@ class ControllerExpectations:
         self._entries[key] = _Controllee(add, delete, self._world.now)
 
     def expect_creations(self, key: str, adds: int) -> None:
+        """Expect ``adds`` creations for ``key`` (replacing what was expected), stamped now."""
         self.set_expectations(key, adds, 0)
 
     def expect_deletions(self, key: str, dels: int) -> None:
+        """Expect ``dels`` deletions for ``key`` (replacing what was expected), stamped now."""
         self.set_expectations(key, 0, dels)
 
     def raise_expectations(self, key: str, add: int, delete: int) -> None:
+        """Expect ``add`` more creations and ``delete`` more deletions for ``key``, if it has an entry."""
         entry = self._entries.get(key)
         if entry is not None:
             entry.add += add
             entry.delete += delete
 
     def lower_expectations(self, key: str, add: int, delete: int) -> None:
+        """``add`` creations and ``delete`` deletions of ``key`` were observed (the counts may go below zero)."""
         entry = self._entries.get(key)
         if entry is not None:
             entry.add -= add
@@ -183,9 +191,11 @@ class ControllerExpectations:
                                  op="observe", add=entry.add, delete=entry.delete)
 
     def creation_observed(self, key: str) -> None:
+        """An informer saw one of ``key``'s creations."""
         self.lower_expectations(key, 1, 0)
 
     def deletion_observed(self, key: str) -> None:
+        """An informer saw one of ``key``'s deletions."""
         self.lower_expectations(key, 0, 1)
 
     def satisfied_expectations(self, key: str) -> bool:
@@ -206,10 +216,12 @@ class ControllerExpectations:
         return expired
 
     def get_expectations(self, key: str) -> tuple[int, int] | None:
+        """``(add, delete)`` still expected for ``key``, or None; a read with no side effects."""
         entry = self._entries.get(key)
         return None if entry is None else (entry.add, entry.delete)
 
     def delete_expectations(self, key: str) -> None:
+        """Drop ``key``'s entry: the next ``satisfied_expectations`` is True."""
         if self._world.noting and key in self._entries:
             self._world.note(f"{key} expectations deleted", kind="expectation", key=key, op="delete")
         self._entries.pop(key, None)

@@ -1,4 +1,4 @@
-"""The garbage collector: cascading deletion through ownerReferences (section 0.7).
+"""The garbage collector: cascading deletion through ownerReferences.
 
 Modelled on ``kubernetes/pkg/controller/garbagecollector/garbagecollector.go``:
 the GC keeps its **own graph**, fed by its own informers (so it lags like any
@@ -68,6 +68,7 @@ class GarbageCollector:
         self.deletes = 0
 
     def start(self) -> None:
+        """Start the collector's informers (its dependency graph) and its attempt-to-delete workers."""
         for inf in self.informers:
             inf.start()
         self.controller.start()

@@ -1,4 +1,4 @@
-"""Shared informers: a reflector, a FIFO of received deltas, a lister cache, event handlers (section 0.4).
+"""Shared informers: a reflector, a FIFO of received deltas, a lister cache, event handlers (client-go ``tools/cache``).
 
 Follows ``k8s.io/client-go/tools/cache``: ``reflector.go`` (``ListAndWatch``:
 list, then watch from the list's revision; ``watch``: a watch that closes is
@@ -208,6 +208,7 @@ class Lister:
         return obj.deepcopy()
 
     def try_get(self, namespace: str, name: str) -> KubeObject | None:
+        """A copy of the cached object, or None when the cache does not hold it (no error, no request)."""
         obj = self._store.get(f"{namespace}/{name}" if namespace else name)
         return None if obj is None else obj.deepcopy()
 

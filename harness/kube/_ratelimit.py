@@ -2,7 +2,7 @@
 
 ``When(item)`` both answers and *records*: the per-item limiter bumps its failure
 count, the bucket takes a token. That is why ``MaxOf`` must call every limiter
-(section 0.3) and why ``AddRateLimited`` from many distinct items drives the
+(as ``MaxOfRateLimiter.When`` does) and why ``AddRateLimited`` from many distinct items drives the
 bucket negative without bound.
 """
 
@@ -17,11 +17,17 @@ from harness.sim import World
 class RateLimiter(Protocol):
     """``workqueue.TypedRateLimiter``: ``when`` records a failure and returns the delay."""
 
-    def when(self, item: Hashable) -> float: ...
+    def when(self, item: Hashable) -> float:
+        """Record one more failure of ``item`` and return how long its re-add waits, in seconds."""
+        ...
 
-    def forget(self, item: Hashable) -> None: ...
+    def forget(self, item: Hashable) -> None:
+        """Stop tracking ``item``: its next failure starts from the base delay again."""
+        ...
 
-    def num_requeues(self, item: Hashable) -> int: ...
+    def num_requeues(self, item: Hashable) -> int:
+        """How many failures of ``item`` are recorded (``NumRequeues``)."""
+        ...
 
     def tracked(self) -> int:
         """How many items the limiter keeps per-item state for (the failure map's size)."""
@@ -41,6 +47,7 @@ class ItemExponentialFailureRateLimiter:
         self._failures: dict[Hashable, int] = {}
 
     def when(self, item: Hashable) -> float:
+        """``base_delay * 2**failures``, capped at ``max_delay``; counts this failure."""
         exp = self._failures.get(item, 0)
         self._failures[item] = exp + 1
         if exp >= 64:  # 2**64 * base overflows any sane cap; Go guards the same way
@@ -48,12 +55,15 @@ class ItemExponentialFailureRateLimiter:
         return min(self.base_delay * float(2**exp), self.max_delay)
 
     def forget(self, item: Hashable) -> None:
+        """Clear ``item``'s failure count."""
         self._failures.pop(item, None)
 
     def num_requeues(self, item: Hashable) -> int:
+        """``item``'s failure count."""
         return self._failures.get(item, 0)
 
     def tracked(self) -> int:
+        """How many items have a failure count."""
         return len(self._failures)
 
 
@@ -79,17 +89,21 @@ class BucketRateLimiter:
             self._last = now
 
     def when(self, item: Hashable) -> float:
+        """Take one token now (the balance may go negative) and return the wait until it is repaid."""
         self._advance()
         self.tokens -= 1.0
         return max(0.0, -self.tokens / self.qps)
 
     def forget(self, item: Hashable) -> None:
+        """Nothing: the bucket is shared by every item."""
         pass
 
     def num_requeues(self, item: Hashable) -> int:
+        """Always 0: the bucket keeps no per-item count."""
         return 0
 
     def tracked(self) -> int:
+        """Always 0: the bucket keeps no per-item state."""
         return 0
 
 
@@ -100,16 +114,20 @@ class MaxOfRateLimiter:
         self.limiters = limiters
 
     def when(self, item: Hashable) -> float:
+        """Ask every limiter (each records the failure) and return the largest delay."""
         return max(limiter.when(item) for limiter in list(self.limiters))
 
     def forget(self, item: Hashable) -> None:
+        """Forget ``item`` in every limiter."""
         for limiter in self.limiters:
             limiter.forget(item)
 
     def num_requeues(self, item: Hashable) -> int:
+        """The largest failure count any limiter keeps for ``item``."""
         return max((limiter.num_requeues(item) for limiter in self.limiters), default=0)
 
     def tracked(self) -> int:
+        """The per-item entries of every limiter, summed."""
         return sum(limiter.tracked() for limiter in self.limiters)
 
 

@@ -1,4 +1,4 @@
-"""The client-go work queue: dedup, delays and rate limits (section 0.1-0.3).
+"""The client-go work queue: dedup, delays and rate limits.
 
 One class covers the three layers of ``k8s.io/client-go/util/workqueue``:
 
@@ -211,6 +211,7 @@ class WorkQueue(Generic[T]):
                          keys=(key,) if isinstance(key, str) else (), queue=self.name, op=op, item=said, **fields)
 
     def num_requeues(self, item: T) -> int:
+        """How many rate-limited re-adds of ``item`` the rate limiter counts (``NumRequeues``)."""
         return self.rate_limiter.num_requeues(item)
 
     # --------------------------------------------------------------- metrics
@@ -237,9 +238,11 @@ class WorkQueue(Generic[T]):
         return len(self._queue) + len(self._processing) + len(self._waiting)
 
     def is_processing(self, item: T) -> bool:
+        """Whether a worker holds ``item`` now (between ``get`` and ``done``)."""
         return item in self._processing
 
     def is_waiting(self, item: T) -> bool:
+        """Whether ``item`` waits for a delayed add (``add_after`` or ``add_rate_limited``) to fire."""
         return item in self._waiting
 
     def ready_at(self, item: T) -> float | None:

@@ -863,7 +863,12 @@ class World:
 
     # -------------------------------------------------------------- oracles
     def invariant(self, fn: Callable[[], object], name: str) -> None:
-        """Check ``fn`` after every step and at every time jump; False or an AssertionError is a violation.
+        """Check ``fn`` after every step and at every time jump.
+
+        ``fn`` holds when it returns None or True (or any other non-string value but False). A
+        violation is ``False``, a raised AssertionError (its message is the violation's), or a
+        returned string: the string is the violation's message, so a check written as
+        ``def check() -> str | None`` says what is wrong ("Pod rs1-2 has no PodGroup").
 
         An invariant that reads ``world.now`` ("no expectation older than the
         timeout + 20 s") can turn false while time jumps with nothing running;
@@ -897,7 +902,7 @@ class World:
         self.views[name] = fn
 
     def at_end(self, fn: Callable[[], object], name: str) -> None:
-        """Check ``fn`` once the run settles or reaches its horizon."""
+        """Check ``fn`` once the run settles or reaches its horizon; it fails as :meth:`invariant` does."""
         self._at_end.append((name, fn))
 
     def fail(self, message: str, *, name: str = "scenario assertion") -> None:
