@@ -26,8 +26,9 @@ def test_reference_builds_without_warnings(tmp_path: Path) -> None:
 
 def _public_functions() -> list[tuple[str, str]]:
     """``(qualname, docstring)`` of every public function and method pdoc documents in ``harness.kube``."""
-    import harness.kube
     from pdoc import doc
+
+    import harness.kube
 
     module = doc.Module(harness.kube)
     out: list[tuple[str, str]] = []
