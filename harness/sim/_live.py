@@ -142,6 +142,8 @@ class LiveWorld:
         self._eventually: list[list[Any]] = []
         self._bounds: list[tuple[str, Callable[[], float], float]] = []
         self._at_end: list[tuple[str, Callable[[], object]]] = []
+        #: the model's views (:meth:`expose`), by name
+        self.views: dict[str, Callable[[], object]] = {}
         self.peaks: dict[str, float] = {}
         #: free-form per-run state for models (e.g. counters their oracles read)
         self.state: dict[str, Any] = {}
@@ -435,6 +437,14 @@ class LiveWorld:
     def at_end(self, fn: Callable[[], object], name: str) -> None:
         """Checked once the program settles or reaches its horizon."""
         self._at_end.append((name, fn))
+
+    def expose(self, name: str, fn: Callable[[], object]) -> None:
+        """Keep ``fn`` (the model's own memory) as a view, as :meth:`World.expose` does.
+
+        A live run writes no report, so nothing reads the views step by step; they are kept so
+        that a model written for the search runs live unchanged (``views`` holds them).
+        """
+        self.views[name] = fn
 
     def fail(self, message: str, *, name: str = "scenario assertion") -> None:
         """Declare a violation from model code; the run stops at the next checkpoint."""

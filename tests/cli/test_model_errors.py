@@ -202,3 +202,20 @@ def test_json_separates_found_at_from_shrink_and_proof(models: Path, capsys: pyt
                             "--report-dir", str(models / "out"))
     [rec] = json_lines(out)
     assert rec["found_at_run"] is None and rec["shrink_runs"] is None and rec["proof_runs"] is None
+
+
+def test_live_crash_is_a_model_error(models: Path) -> None:
+    """Live mode: the scenario's own code raising is an error of the model (exit 1, where it raised), never the
+    race found, whichever variant promised a failure."""
+    for variant in ("buggy", "fixed"):
+        done = run_cli("live", "models.py:setup_breaks", "--variant", variant, "--runs", "2", "--time-scale", "0.001",
+                       cwd=models)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "model error on live run 1: the scenario raised TypeError at " in done.stdout, done.stdout
+        assert "models.py:13 in setup_breaks" in done.stdout and "Traceback" not in done.stderr
+        js = run_cli("live", "models.py:setup_breaks", "--variant", variant, "--runs", "1", "--time-scale", "0.001",
+                     "--json", cwd=models)
+        [row] = json_lines(js.stdout)
+        assert js.returncode == 1 and row["found"] is False and row["expected"] is False
+        assert row["model_error"].startswith("the scenario raised TypeError at ")
+        assert "models.py:13 in setup_breaks" in row["model_error"]
