@@ -173,10 +173,11 @@ def _run_budget(t: _Target, budget: Any, strategy: str | None) -> Any:
 
 def _hunt_one(
     t: _Target, variant: str, args: argparse.Namespace, budget: Any, out_dir: Path, console: Any, live: Any, kept: _Kept,
-    result: Any = None,
+    result: Any = None, shard_runner: Any = None,
 ) -> tuple[Any, bool]:
     """One search (or the ``result`` a cluster sent back), its files and its output line;
-    (report entry, a file could not be written)."""
+    (report entry, a file could not be written). ``shard_runner``: where the referee's shards run
+    (``hunt --cluster`` passes a Dask one for exhaustive and canonical searches)."""
     from ..explore import explore
     from ..report import ReportEntry, slug, write_counterexample_html
 
@@ -201,6 +202,7 @@ def _hunt_one(
                 progress=hook,
                 level_progress=live.levels if live is not None else None,
                 faults=_faults_for(args, t) if getattr(args, "plan_entries", None) is None or args.faults else "all",
+                shard_runner=shard_runner,
                 **t.params_by_variant[variant],
             )
         finally:
