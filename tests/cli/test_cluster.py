@@ -99,6 +99,22 @@ def test_same_seed_same_findings_in_process_on_one_worker_and_on_two(
     assert (tmp_path / "two" / "index.html").is_file()
 
 
+def test_exhaustive_hunt_on_the_cluster_proves_with_the_in_process_plan_count(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, two_workers: str
+) -> None:
+    args = ("hunt", TOY, "--variant", "both", "--strategy", "exhaustive:2", "--json")
+    code, out, _ = run_main(capsys, *args, "--report-dir", str(tmp_path / "here"))
+    code2, out2, _ = run_main(capsys, *args, "--report-dir", str(tmp_path / "two"), "--cluster", two_workers)
+    here, two = json_lines(out), json_lines(out2)
+    assert (code, code2) == (0, 0)
+    assert [(d["variant"], d["verdict"], d["runs"], d["digest"]) for d in here] == [
+        (d["variant"], d["verdict"], d["runs"], d["digest"]) for d in two]
+    assert [d["verdict"] for d in two] == ["found", "proved-clean"]
+    code3, out3, _ = run_main(capsys, "hunt", TOY, "--variant", "fixed", "--strategy", "exhaustive:2",
+                              "--report-dir", str(tmp_path / "text"), "--cluster", two_workers)
+    assert code3 == 0 and "proved clean up to 2" in out3 and "referee on the cluster:" in out3, out3
+
+
 def test_shard_seeds_follow_the_hunt_seed_and_the_shard_never_the_worker() -> None:
     assert shard_seed(7, 0) == shard_seed(7, 0) == derive_seed(7, "shard0")
     assert len({shard_seed(7, k) for k in range(8)}) == 8
