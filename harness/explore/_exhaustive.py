@@ -123,12 +123,12 @@ def run_plans(
     start-up per plan.
     """
     reports: list[PlanReport] = []
-    current: list[PlanChooser] = []
+    current: list[PlanChooser] = []  # the run's chooser alone: the ones before it are garbage, not GC work
 
     def choosers() -> Iterator[PlanChooser]:
         for p in plans:
             chooser = PlanChooser(p, footprints=job.reduce)
-            current.append(chooser)
+            current[:] = [chooser]
             yield chooser
 
     def after(out: RunOutcome) -> bool:

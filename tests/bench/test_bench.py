@@ -54,3 +54,12 @@ def test_every_section_runs_and_renders() -> None:
     text = render(res)
     for heading in ("## 1.", "## 2.", "## 3.", "## 4.", "## 5."):
         assert heading in text
+
+
+def test_simulated_proof_runs_waves_in_turn_and_shards_on_the_first_free_worker() -> None:
+    from bench.proof import simulate
+
+    costs = [(1, 4, 1.0), (1, 4, 1.0), (1, 4, 2.0), (2, 4, 1.0), (2, 4, 0.5)]
+    assert simulate(costs, 1) == 5.5  # one worker: every shard in turn
+    assert simulate(costs, 2) == 3.0 + 1.0  # wave 1: {1, 1+2} -> 3; wave 2: {1, 0.5} -> 1
+    assert simulate(costs, 128) == 2.0 + 1.0  # more workers than shards: each wave's largest shard

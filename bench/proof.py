@@ -1,0 +1,123 @@
+"""Proof wall time (issue 28): the referee batched, on two Dask workers, and on paper on 8, 32 and 128.
+
+- **Batching**: the plans of one level of a registered race's fixed variant, run
+  by the referee's :func:`run_plans` (many plans per ``trio.run``) against one
+  ``run_once`` per plan building the same reports; alternating, best of three.
+- **One proof in process and on ``local:2``**: ``exhaustive:K`` of the fixed
+  variant with the race's registered faults, as ``hunt --strategy exhaustive:K``
+  runs it; the plan counts must match, the ratio is of search seconds.
+- **On paper**: the in-process proof notes every shard's (wave, plans, seconds).
+  Waves run one after another (a wave's reports decide the next one); within a
+  wave the shards, cut by the same rule as on any cluster, go to whichever of W
+  workers is free first, in plan order, as Dask's scheduler hands out queued
+  tasks. The simulated wall time is the sum of the waves' makespans; it leaves
+  out what a task costs to ship (the 2-worker row sets the simulation beside the
+  measured ``local:2`` run, so that cost is visible).
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from typing import Any
+
+import harness as h
+from harness.explore._exhaustive import InProcessShards, RefereeJob, _report, run_plans
+from harness.explore._explore import parse_faults
+from harness.sim import Limits, PlanChooser, run_once
+
+RACE = "volcano_gang_close"
+WORKERS = (2, 8, 32, 128)
+
+
+def _race(name: str) -> Any:
+    from races import REGISTRY
+
+    return REGISTRY[name]
+
+
+def simulate(costs: list[tuple[int, int, float]], workers: int) -> float:
+    """Wall seconds of the shards ``costs`` on ``workers`` workers: waves in turn, each shard to the first free worker."""
+    total = 0.0
+    waves: dict[int, list[float]] = {}
+    for wave, _plans, seconds in costs:
+        waves.setdefault(wave, []).append(seconds)
+    for wave in sorted(waves):
+        free = [0.0] * min(workers, len(waves[wave]))
+        heapq.heapify(free)
+        for seconds in waves[wave]:
+            heapq.heappush(free, heapq.heappop(free) + seconds)
+        total += max(free)
+    return total
+
+
+def batching_ratio(quick: bool) -> dict[str, Any]:
+    race = _race(RACE)
+    params = {"fixed": True, **race.params}
+    faults = parse_faults(race.faults)
+    job = RefereeJob(params, Limits(), faults, True, None, True)
+    [root] = run_plans(race.scenario, job, [()], lambda rep: True)
+    level1 = run_plans(race.scenario, job, list(root.children), lambda rep: True)
+    plans = [p for rep in level1 for p in rep.children][: 60 if quick else 400]
+
+    def batched() -> float:
+        t = time.perf_counter()
+        run_plans(race.scenario, job, plans, lambda rep: True)
+        return time.perf_counter() - t
+
+    def one_each() -> float:
+        t = time.perf_counter()
+        for p in plans:
+            chooser = PlanChooser(p, footprints=True)
+            _report(chooser, run_once(race.scenario, chooser, params=params, faults=faults), job)
+        return time.perf_counter() - t
+
+    b = o = float("inf")
+    for _ in range(3):
+        b, o = min(b, batched()), min(o, one_each())
+    return {"metric": f"referee plans/s, many per trio.run / one trio.run each ({RACE} fixed, {len(plans)} plans "
+                      "of level 2)", "value": o / b, "ratio": True, "target": "> 1x", "ok": o / b > 1,
+            "detail": f"{len(plans) / b:,.0f} plans/s batched, {len(plans) / o:,.0f} one each"}
+
+
+def run(quick: bool) -> list[dict[str, Any]]:
+    """The rows of bench section 7."""
+    from harness._cluster import ClusterSpec, DaskShards, open_cluster
+
+    rows: list[dict[str, Any]] = [batching_ratio(quick)]
+    race = _race(RACE)
+    k = 1 if quick else 2
+    params = {"fixed": True, **race.params}
+    here_shards = InProcessShards()
+    here = h.explore(race.scenario, strategy=f"exhaustive:{k}", faults=race.faults, shard_runner=here_shards, **params)
+    with open_cluster(ClusterSpec(None, 2)) as client:
+        there_shards = DaskShards(client)
+        there = h.explore(race.scenario, strategy=f"exhaustive:{k}", faults=race.faults, shard_runner=there_shards,
+                          **params)
+    what = (f"`hunt {RACE} --variant fixed --strategy exhaustive:{k}` in process vs `--cluster local:2`: "
+            f"{here.verdict} in {here.runs:,} runs, {there.verdict} in {there.runs:,} runs")
+    ratio = here.seconds / there.seconds
+    same = here.runs == there.runs and here.verdict == there.verdict
+    rows.append({"metric": f"exhaustive:{k} proof of {RACE} fixed, search seconds in process / on local:2",
+                 "value": ratio, "ratio": True,
+                 # --quick: a proof of under a second is mostly shipping; the target is on the full bench's
+                 "target": "same plan count (quick: too short for the ratio)" if quick else ">= 1.5x, same plan count",
+                 "ok": same if quick else ratio >= 1.5 and same,
+                 "detail": f"{here.seconds:.1f} s vs {there.seconds:.1f} s; {what}"})
+    costs = here_shards.costs
+    seconds = [c[2] for c in costs]
+    mean = sum(seconds) / len(seconds)
+    rows.append({"metric": "shards of that proof: count, waves; the largest shard / the mean (stragglers)",
+                 "value": max(seconds) / mean, "ratio": True, "target": "(measured)", "ok": None,
+                 "detail": f"{len(costs):,} shards in {len({c[0] for c in costs})} waves, {sum(seconds):.1f} s of runs, "
+                           f"mean {mean * 1000:.1f} ms"})
+    total = sum(seconds)
+    for w in WORKERS:
+        wall = simulate(costs, w)
+        row = {"metric": f"simulated wall time on {w} workers (same shards), speed-up over one",
+               "value": total / wall, "ratio": True, "target": "(on paper)", "ok": None,
+               "detail": f"{wall:.1f} s simulated"}
+        if w == 2:
+            row["detail"] += f"; measured on local:2: {there.seconds:.1f} s"
+        rows.append(row)
+    return rows
