@@ -250,9 +250,13 @@ class _PlanSearch:
 
     def __init__(
         self, runner: _Runner, max_entries: int, target: Violation | None = None, reduce: bool = True,
-        phase: str = "exhaustive",
+        phase: str = "exhaustive", faults: int | None = None,
     ) -> None:
         self.runner = runner
+        #: only plans with at most this many faults and ``max_entries - faults`` other entries (None: every
+        #: plan); the plans kept are a subsequence of the referee's order, since a plan's extensions never
+        #: have fewer entries of either sort
+        self.max_faults = faults
         self.max_entries = max_entries
         self.target = target
         self.reduce = reduce
@@ -337,17 +341,23 @@ class _PlanSearch:
         self.skipped += rep.skipped
         for sib in rep.siblings:
             key = frozenset(sib)
-            if key not in seen:
+            if key not in seen and self._fits(sib):
                 seen.add(key)
                 queue.append(sib)
                 self.level_known += 1
         for child in rep.children:
             key = frozenset(child)
-            if key not in seen:
+            if key not in seen and self._fits(child):
                 seen.add(key)
                 nxt.append(child)
         self._show()
         return False
+
+    def _fits(self, plan: Plan) -> bool:
+        if self.max_faults is None:
+            return True
+        f = _fault_count(plan)
+        return f <= self.max_faults and len(plan) - f <= self.max_entries - self.max_faults
 
     def _show(self) -> None:
         hook = self.runner.level_progress

@@ -52,6 +52,7 @@ from ..sim import (
     Fault,
     FaultPlacement,
     Hold,
+    Ident,
     Limits,
     PCTChooser,
     Pick,
@@ -63,7 +64,7 @@ from ..sim import (
     entry_from_json,
 )
 from ._counterexample import Counterexample, Scenario, scenario_ref
-from ._exhaustive import ShardRunner, _dedup, _PlanSearch, _search_exhaustive
+from ._exhaustive import Plan, ShardRunner, _children, _dedup, _PlanSearch, _search_exhaustive, _siblings
 from ._hypothesis import _hypothesis_chunk, _Pools, _search_hypothesis
 from ._runner import MAX_FAULTS, RUNAWAY_KINDS, Budget, LevelProgress, _failed, _mix, _plural, _Runner, describe_faults
 
@@ -123,7 +124,12 @@ class Exhaustive(Strategy):
 
 @dataclass(frozen=True)
 class Portfolio(Strategy):
-    """Random, PCT and Hypothesis in turns of ``chunk`` runs each, within one budget."""
+    """Random, PCT, Hypothesis and small plans in turns, within one budget.
+
+    A round is ``chunk`` runs of random, ``chunk`` of PCT, and ``chunk`` shared
+    by Hypothesis and the small plans (half each), so the two walks that find
+    most races first keep the share they had before small plans joined.
+    """
 
     seed: int = 0
     chunk: int = 40
@@ -313,6 +319,77 @@ def _pct_choosers(runner: _Runner, strat: PCT, seen: dict[str, int], start: int 
         seen["actors"] = max(seen["actors"], chooser.actors_seen)
 
 
+def _small_plan_choosers(runner: _Runner, seed: int) -> Iterator[PlanChooser]:
+    """Plans of one or two entries, drawn from the referee's own tree in a seeded random order.
+
+    A bug that needs two rare things at once (a crash at one request, then a
+    LIST served from one old revision) is one plan of two entries, but a
+    random walk must hit both in one run: p squared. This member draws the
+    plans themselves: a level-1 plan (one hold, fault or pick the canonical
+    run offered), without repetition, or a plan that extends a level-1 plan
+    already run by one entry its run offered (a child, or a sibling "until"),
+    with equal odds once there are some. Every draw takes a group first, then
+    a plan of it: the kind of entry (hold, fault, pick), and for an extension
+    also whether its point is one the first entry brought about (a restart's
+    relist exists only after the crash) -- equal odds among the groups on
+    offer, so the few fault points of a run are not drowned by its many holds
+    and what an entry made possible is tried as often as what was there
+    anyway. No model is special: the points are the run's own, as the
+    exhaustive referee takes them, in a random order instead of breadth first
+    (the idea of POS, Yuan et al., CAV 2018: randomise over events, not over a
+    thread's turns).
+    """
+    rng = random.Random(_mix(seed, 0x51A1))
+    root = PlanChooser(())
+    yield root
+    before = {i for i, _n in root.decisions} | {i for i, _k in root.fault_points} | {i for i, _n in root.data_points}
+    level1 = _grouped(_children((), root), (), before)
+    parents: list[dict[tuple[bool, str], list[Plan]]] = []  # per level-1 plan run: its extensions, grouped
+    tried: set[frozenset[Entry]] = {frozenset()}
+    while True:
+        if any(level1.values()) and (not parents or rng.random() < 0.5):
+            plan = _draw(rng, level1)
+            chooser = PlanChooser(plan)
+            tried.add(frozenset(plan))
+            yield chooser
+            if not chooser.inert:
+                siblings, _skipped = _siblings(plan, chooser, False)
+                more = _grouped([p for p in (*siblings, *_children(plan, chooser)) if frozenset(p) not in tried],
+                                plan, before)
+                if any(more.values()):
+                    parents.append(more)
+            continue
+        if not parents:  # a model with no choice at all: the canonical run again (the budget ends it)
+            yield PlanChooser(())
+            continue
+        i = rng.randrange(len(parents))
+        plan = _draw(rng, parents[i])
+        if not any(parents[i].values()):
+            parents.pop(i)
+        if frozenset(plan) in tried:
+            continue
+        tried.add(frozenset(plan))
+        yield PlanChooser(plan)
+
+
+def _grouped(plans: list[Plan], base: Plan, before: set[Ident]) -> dict[tuple[bool, str], list[Plan]]:
+    """Plans by (whether the entry they add to ``base`` is at a point the canonical run lacked, its kind)."""
+    out: dict[tuple[bool, str], list[Plan]] = {}
+    for p in plans:
+        added = [e for e in p if e not in base] or list(p)
+        e = added[0]
+        point = e.what if isinstance(e, Hold) else e.at
+        out.setdefault((point not in before, e.kind), []).append(p)
+    return out
+
+
+def _draw(rng: random.Random, groups: dict[tuple[bool, str], list[Plan]]) -> Plan:
+    """One plan, removed from ``groups``: a group first (equal odds among those left), then a plan of it."""
+    keys = sorted(k for k, v in groups.items() if v)
+    plans = groups[rng.choice(keys)]
+    return plans.pop(rng.randrange(len(plans)))
+
+
 def _search_random(runner: _Runner, strat: Random) -> RunOutcome | None:
     return runner.run_many(_random_choosers(runner, strat.seed))
 
@@ -479,7 +556,7 @@ def minimize(
         return _Minimum(found_out, found_plan, True, "proved minimal", shrunk_at=shrunk_at)
     covered = search.complete_levels
     if covered >= k - 1:
-        return _Minimum(out, plan, True, "proved minimal", shrunk_at=shrunk_at)
+        return _representative(runner, out, plan, proof_budget, shrunk_at)
     what = "interrupted" if sub.interrupted else f"stopped after {sub.runs:,} {_plural(sub.runs, 'run')}"
     if covered < 0:
         return _Minimum(out, plan, None, f"not proved minimal: nothing covered ({what}; {search.coverage()})",
@@ -492,6 +569,33 @@ def minimize(
         f"{covered + 1} not covered: {what} ({search.coverage()})",
         shrunk_at=shrunk_at,
     )
+
+
+def _representative(runner: _Runner, out: RunOutcome, plan: tuple[Entry, ...], budget: int, shrunk_at: int) -> _Minimum:
+    """Proved minimal, but the budget cut the last level: which plan of that size stands for the bug.
+
+    The shrunk plan depends on the run the search happened to find (another
+    seed, another plan of the same size). The referee's order restricted to
+    plans of the same size and the same number of faults is short (a crash
+    and a stale LIST: the fault points of one run and of its children), so
+    its first failing plan is found within the proof's budget and is the
+    same whatever found the bug first. When that pass is cut too, the shrunk
+    plan stays, and the proof says so.
+    """
+    k, f = len(plan), sum(1 for e in plan if isinstance(e, Fault))
+    sub = runner.sub(budget, phase="minimality proof")
+    search = _PlanSearch(sub, k, out.violation, phase="proof", faults=f)
+    try:
+        search.run()
+    finally:
+        runner.absorb(sub)
+    kinds = f"{k} {'entry' if k == 1 else 'entries'}, {f} {_plural(f, 'fault')}"
+    if search.found is not None and sub.runaway is None:
+        found_out, found_plan = search.found
+        return _Minimum(found_out, found_plan, True, f"proved minimal (the first failing plan of {kinds} in the "
+                        "referee's order)", shrunk_at=shrunk_at)
+    return _Minimum(out, plan, True, f"proved minimal (not the first of {kinds}: that search was cut)",
+                    shrunk_at=shrunk_at)
 
 
 def _proof_budget(base: int, k: int) -> int:
@@ -598,6 +702,10 @@ def explore(
         runner.interrupted = True
     if found is not None and found_by is None:
         found_by = strat.name
+    chosen = runner.found_chooser[0] if runner.found_chooser and runner.found_chooser[1] is found else None
+    if found is not None and found_plan is None and isinstance(chosen, PlanChooser):
+        # a drawn plan failed (small plans, Hypothesis): the plan is the run, no rewriting from positions
+        found_plan = canonical_plan(e for e in chosen.plan if e not in chosen.inert)
     first_found_run = runner.first_failure[0] if found is not None and runner.first_failure else None
     first_found_seconds = runner.first_failure[1] if found is not None and runner.first_failure else None
     cx: Counterexample | None = None
@@ -731,24 +839,28 @@ def ran_away_cx(cx: Counterexample) -> bool:
 
 
 def _search_portfolio(runner: _Runner, strat: Portfolio) -> tuple[RunOutcome | None, str | None]:
-    """Random, PCT and Hypothesis in turns of ``strat.chunk`` runs, sharing one budget.
+    """Random, PCT, Hypothesis and small plans in turns (see :class:`Portfolio`), sharing one budget.
 
     No single strategy's blind spot is the default's: the random walk finds
     deep interleavings cheaply, PCT finds few-step-ordering bugs with a
-    guarantee, Hypothesis finds bugs that need one long postponement.
+    guarantee, Hypothesis finds bugs that need one long postponement, and
+    the small plans find two rare things at once (a crash, then a stale
+    LIST) that a walk needs p squared to hit.
     """
     from ._hypothesis import _PlanRun  # a PlanChooser that notes windows (time holds)
 
     seen = {"actors": 1, "k": 50}
     rand = _random_choosers(runner, strat.seed)
     pct = _pct_choosers(runner, PCT(strat.seed ^ 0x9E37, 3), seen)
+    small = _small_plan_choosers(runner, strat.seed)
     pools: _Pools | None = None
     hyp_round = 0
     while True:
-        for member in ("random", "pct", "hypothesis"):
+        for member in ("random", "pct", "hypothesis", "small plans"):
             if runner.exhausted():
                 return None, None
-            cap = runner.runs + strat.chunk
+            turn = strat.chunk if member in ("random", "pct") else strat.chunk // 2
+            cap = runner.runs + turn
             if member == "hypothesis":
                 if pools is None:
                     base = _PlanRun()
@@ -758,13 +870,13 @@ def _search_portfolio(runner: _Runner, strat: Portfolio) -> tuple[RunOutcome | N
                     pools = _Pools(base)
                     if not (pools.held or pools.faults or pools.data):
                         continue
-                limit = min(strat.chunk, _remaining(runner))
+                limit = min(turn, _remaining(runner))
                 if limit <= 0:
                     return None, None
                 found = _hypothesis_chunk(runner, pools, _mix(strat.seed, 7919 + hyp_round), limit)
                 hyp_round += 1
             else:
-                it = rand if member == "random" else pct
+                it = {"random": rand, "pct": pct, "small plans": small}[member]
                 found = runner.run_many(_take_until(it, functools.partial(_reached, runner, cap)))
             if found is not None:
                 return found, member

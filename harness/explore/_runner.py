@@ -106,6 +106,8 @@ class _Runner:
         self.level_progress: LevelProgress | None = None
         #: where the referee's shards run: this process (None) or a cluster (``harness/_cluster.py``)
         self.shard_runner: Any = None
+        #: (chooser, outcome) of the failing run :meth:`run_many` returned (a plan's run needs no rewriting)
+        self.found_chooser: tuple[Any, RunOutcome] | None = None
         #: the first run that ran away (step limit, livelock) and in which phase; it stops every search
         self.runaway: RunOutcome | None = None
         self.runaway_in = "search"
@@ -127,18 +129,25 @@ class _Runner:
     def run_many(self, choosers: Iterator[Any]) -> RunOutcome | None:
         """Runs in one ``trio.run`` until one fails or the budget is spent; the failing run, if any."""
         found: list[RunOutcome] = []
+        current: list[Any] = [None]
+
+        def tracked() -> Iterator[Any]:
+            for chooser in choosers:
+                current[0] = chooser
+                yield chooser
 
         def keep_going(out: RunOutcome) -> bool:
             self._account(out)
             if _failed(out):
                 found.append(out)
+                self.found_chooser = (current[0], out)
                 return False
             return not self.exhausted()
 
         if self.exhausted():
             return None
         try:
-            run_batch(self.scenario, choosers, keep_going, params=self.params, limits=self.limits, faults=self.faults)
+            run_batch(self.scenario, tracked(), keep_going, params=self.params, limits=self.limits, faults=self.faults)
         except KeyboardInterrupt:
             self.runs += 1
             self.interrupted = True
