@@ -23,7 +23,7 @@ from collections.abc import Callable
 import harness as h
 from harness.kube import (
     DELETED,
-    ApiError,
+    AlreadyExists,
     APIServer,
     Controller,
     ControllerProcess,
@@ -82,8 +82,8 @@ class Operator:
             return  # the update event brings the cluster back
         try:
             await self.api.create(KubeObject("StatefulSet", NS, STS, owner_references=[controller_ref(cluster)]))
-        except ApiError:
-            pass  # AlreadyExists: nothing to do
+        except AlreadyExists:
+            pass  # nothing to do; any other error is returned, and the key requeued with backoff
         await self.api.patch("RabbitmqCluster", NS, NAME, {"status": {"ready": True}}, subresource="status")
 
 
