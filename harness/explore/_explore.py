@@ -11,8 +11,9 @@ writes, stale lists, ...: see ``faults``) and data choices (user operations).
 
 Strategies
 ----------
-``portfolio``   the default: random, PCT and Hypothesis interleaved within the
-                budget; the result names the member that found the failure.
+``portfolio``   the default: random, PCT, Hypothesis and small plans (plans of
+                one or two entries drawn from the referee's tree) interleaved
+                within the budget; the result names the member that found it.
 ``random``      a random walk: uniform among released actions, deliveries late
                 inside their windows with a per-run probability, faults placed
                 uniformly over the run's fault points for a swarm subset of kinds.
