@@ -61,6 +61,7 @@ from ..sim import (
     RandomChooser,
     ReplayChooser,
     RunOutcome,
+    Violation,
     canonical_plan,
     entry_from_json,
 )
@@ -543,12 +544,7 @@ def minimize(
     target = out.violation
     assert target is not None
     k = len(plan)
-    sub = runner.sub(_proof_budget(proof_budget, k), phase="minimality proof")
-    search = _PlanSearch(sub, k, target, phase="proof")
-    try:
-        search.run()
-    finally:
-        runner.absorb(sub)
+    sub, search = _proof_search(runner, _proof_budget(proof_budget, k), k, target)
     if sub.runaway is not None:
         return _Minimum(out, plan, None, "not proved minimal: a run of the minimality proof ran away (reported apart)",
                         shrunk_at=shrunk_at)
@@ -572,6 +568,19 @@ def minimize(
     )
 
 
+def _proof_search(
+    runner: _Runner, budget: int, k: int, target: Violation | None, faults: int | None = None
+) -> tuple[_Runner, _PlanSearch]:
+    """The referee on a sub-runner of ``budget`` runs looking for ``target``; its runs count in ``runner``."""
+    sub = runner.sub(budget, phase="minimality proof")
+    search = _PlanSearch(sub, k, target, phase="proof", faults=faults)
+    try:
+        search.run()
+    finally:
+        runner.absorb(sub)
+    return sub, search
+
+
 def _representative(runner: _Runner, out: RunOutcome, plan: tuple[Entry, ...], budget: int, shrunk_at: int) -> _Minimum:
     """Proved minimal, but the budget cut the last level: which plan of that size stands for the bug.
 
@@ -584,12 +593,7 @@ def _representative(runner: _Runner, out: RunOutcome, plan: tuple[Entry, ...], b
     plan stays, and the proof says so.
     """
     k, f = len(plan), sum(1 for e in plan if isinstance(e, Fault))
-    sub = runner.sub(budget, phase="minimality proof")
-    search = _PlanSearch(sub, k, out.violation, phase="proof", faults=f)
-    try:
-        search.run()
-    finally:
-        runner.absorb(sub)
+    sub, search = _proof_search(runner, budget, k, out.violation, faults=f)
     kinds = f"{k} {'entry' if k == 1 else 'entries'}, {f} {_plural(f, 'fault')}"
     if search.found is not None and sub.runaway is None:
         found_out, found_plan = search.found

@@ -157,33 +157,17 @@ import signal
 from pathlib import Path
 
 import harness as h
+from tests.toys import lost_update
 
 
 @h.scenario
 async def dies_once(world: h.World, *, marker: str, client_pid: int, fixed: bool = False) -> None:
-    """A lost update (a lock when fixed) whose first run on a worker process kills that process."""
+    """The toys' lost update, whose first run on a worker process kills that process."""
     m = Path(marker)
     if os.getpid() != client_pid and not m.exists():
         m.write_text("a worker was killed here")
         os.kill(os.getpid(), signal.SIGKILL)
-    store = {"x": 0}
-    lock = world.Lock()
-
-    async def increment(warm_up: int) -> None:
-        for i in range(warm_up):
-            await world.step(f"warm up {i}")
-        if fixed:
-            await lock.acquire()
-        await world.step("read x", key="x")
-        v = store["x"]
-        await world.step("write x", key="x")
-        store["x"] = v + 1
-        if fixed:
-            lock.release()
-
-    world.spawn("a", increment, 0)
-    world.spawn("b", increment, 1)
-    world.at_end(lambda: store["x"] == 2, "no lost update")
+    await lost_update(world, fixed=fixed)
 '''
 
 
