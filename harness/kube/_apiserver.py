@@ -69,7 +69,8 @@ class APIServer:
         the write commits, then its response is lost: the caller gets
         :class:`ServerTimeout` for a write that happened.
     ``stale_read`` (``stale_reads=True``)
-        a ``list(..., resource_version="0")`` or an informer's LIST is served by
+        a ``list(..., resource_version="0")`` or an informer's first LIST (a
+        relist is served not older than what the informer saw) is served by
         a watch cache that lags by up to ``stale_window`` seconds: each older
         revision of the kind within the window is a fault point of its own
         (:meth:`stale_revision`), and an informer's view stays at the revision
@@ -638,7 +639,7 @@ class APIServer:
         self.compacted_rv = self._rv
         return self._rv
 
-    def stale_revisions(self, kind: str) -> builtins.list[tuple[int, str, float]]:
+    def stale_revisions(self, kind: str, not_older_than: int = 0) -> builtins.list[tuple[int, str, float]]:
         """The older revisions a watch cache lagging up to ``stale_window`` may serve a LIST of ``kind`` at.
 
         Each is ``(rv, name, until)``: the revision, the event that made it
@@ -649,7 +650,9 @@ class APIServer:
         the window: a replica lags at most ``stale_window`` seconds). Only
         revisions at which the objects of ``kind`` differ from the present
         are listed, oldest first: the state current ``stale_window`` seconds
-        ago, then the state after each later event of the kind but the last.
+        ago, then the state after each later event of the kind but the last;
+        none older than ``not_older_than`` (a LIST at a resourceVersion is
+        served "not older than" it) or than the compaction.
         """
         now = self._world.now
         since = now - self.stale_window
@@ -672,10 +675,10 @@ class APIServer:
         first = (max(self.revision_at(since), base[0]) if base else self.revision_at(since),
                  base[1] if base else f"no {kind} yet")
         states = [first, *((rv, name) for rv, name, _ in later[:-1])]
-        return [(rv, name, later[i][2] + self.stale_window) for i, (rv, name) in enumerate(states)
-                if rv >= self.compacted_rv]
+        floor = max(self.compacted_rv, not_older_than)
+        return [(rv, name, later[i][2] + self.stale_window) for i, (rv, name) in enumerate(states) if rv >= floor]
 
-    def stale_revision(self, kind: str, label: str) -> tuple[int, str, float] | None:
+    def stale_revision(self, kind: str, label: str, not_older_than: int = 0) -> tuple[int, str, float] | None:
         """The ``stale_read`` fault points of one LIST: the older revision a lagging watch cache serves, or None.
 
         One fault point per revision of :meth:`stale_revisions` ("<label> at the
@@ -686,7 +689,7 @@ class APIServer:
         """
         if not self._world.fault_enabled("stale_read", self._stale):
             return None
-        for rv, name, until in self.stale_revisions(kind):
+        for rv, name, until in self.stale_revisions(kind, not_older_than):
             if self._world.fault("stale_read", f"{label} at the revision of {name}", key=kind, default=self._stale):
                 return rv, name, until
         return None

@@ -429,6 +429,7 @@ class Informer:
         self._rewatch = False  # a re-watch from _last_rv is pending
         self._catching_up = False  # ... and it is a stale LIST's frozen view catching up
         self._last_rv = 0  # LastSyncResourceVersion: the list's, or the last event received
+        self._rv_unavailable = False  # isLastSyncResourceVersionUnavailable: a 410 since the last LIST
         self._failures = 0
         self._last_failure = -math.inf
         self._timer: TimerHandle | None = None  # the reflector's next list or re-watch
@@ -715,6 +716,7 @@ class Informer:
         try:
             missed = self._api.events_since(self.kind, self._last_rv)
         except Gone:
+            self._rv_unavailable = True
             self._relist_after_backoff(f"the re-watch from rv={self._last_rv} got 410 Gone (compacted past it)")
         else:
             if world.noting:
@@ -780,9 +782,19 @@ class Informer:
         and then the watch resends what came after the listed revision. This is
         Sieve's time travel: a restarted controller that lists from a lagging
         apiserver acts on a past it cannot tell from the present.
+
+        How far back is client-go's ``relistResourceVersion`` (reflector.go):
+        the first LIST asks for resourceVersion "0" (any state the watch cache
+        holds); a relist asks for the last synced revision, which the
+        apiserver serves "not older than", so it never goes back before what
+        this informer has seen; after a 410 it asks for "" (a quorum read from
+        etcd), which is never stale. Only a new informer -- a restarted
+        process's -- travels back in time.
         """
         api = self._api
-        stale = api.stale_revision(self.kind, f"{self.name} lists from a lagging watch cache")
+        stale = None if self._rv_unavailable else api.stale_revision(
+            self.kind, f"{self.name} lists from a lagging watch cache", not_older_than=self._last_rv)
+        self._rv_unavailable = False
         if stale is None:
             objects, rv = api.snapshot(self.kind)
         else:

@@ -110,3 +110,30 @@ def test_restart_delay_is_a_window() -> None:
     clean(run_once(lambda w: _crashing(w, log),
                    PlanChooser([crash, Hold(Ident(restart.actor, "restart ctl", None, 1), 1.25)]), limits=LIMITS))
     assert log == [0.0, 1.25]
+
+
+async def _drop_and_relist(world: World) -> None:
+    api = APIServer(world, stale_reads=True, stale_window=2.0)
+    inf = Informer(world, api, "Config", name="r/informer/Config", watch_drops=True)
+    inf.start()
+    await inf.wait_for_cache_sync()
+    await api.create(KubeObject("Config", "ns", "c", spec={"v": 1}))
+    for v in (2, 3):
+        await world.sleep(0.2)
+        obj = await api.get("Config", "ns", "c")
+        obj.spec["v"] = v
+        await api.update(obj)
+    await world.sleep(3.0)
+
+
+def test_a_relist_never_goes_back_before_what_the_informer_saw() -> None:
+    """client-go relists at its last synced revision, served "not older than" it: no time travel without a restart.
+
+    The watch drops before the second MODIFIED (the informer has seen the first); the relist 0.8 s later may
+    come from a lagging cache, but not from one that lags behind the first MODIFIED.
+    """
+    chooser = FaultChooser("fault: r/informer/Config watch drops before MODIFIED ns/c rv=3")
+    clean(run_with(_drop_and_relist, chooser))
+    stale = [p for p in chooser.points if "lagging watch cache" in p]
+    assert stale == ["fault: r/informer/Config lists from a lagging watch cache at the revision of MODIFIED ns/c"], \
+        chooser.points
