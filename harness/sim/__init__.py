@@ -1,4 +1,5 @@
-"""The deterministic runtime: actors, virtual time, choices, traces. No Kubernetes here."""
+"""The runtime: one World, two clocks (virtual time under the deterministic scheduler, or the real clock
+under Trio's own), actors, choices, traces. No Kubernetes here."""
 
 from ._choosers import ConvertingChooser as ConvertingChooser
 from ._choosers import FaultPlacement as FaultPlacement
@@ -6,10 +7,6 @@ from ._choosers import PCTChooser as PCTChooser
 from ._choosers import PlanChooser as PlanChooser
 from ._choosers import RandomChooser as RandomChooser
 from ._choosers import ReplayChooser as ReplayChooser
-from ._live import LiveRepeat as LiveRepeat
-from ._live import LiveWorld as LiveWorld
-from ._live import repeat_live as repeat_live
-from ._live import run_live as run_live
 from ._plan import Entry as Entry
 from ._plan import Fault as Fault
 from ._plan import Hold as Hold
@@ -18,6 +15,10 @@ from ._plan import Pick as Pick
 from ._plan import canonical_plan as canonical_plan
 from ._plan import entry_from_json as entry_from_json
 from ._plan import identity_label as identity_label
+from ._realtime import LiveRepeat as LiveRepeat
+from ._realtime import RealClock as RealClock
+from ._realtime import repeat_live as repeat_live
+from ._realtime import run_live as run_live
 from ._trace import FORMAT_VERSION as FORMAT_VERSION
 from ._trace import Note as Note
 from ._trace import Record as Record
@@ -39,7 +40,7 @@ from ._world import run_once as run_once
 __all__ = [
     "FORMAT_VERSION", "Note", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option", "PCTChooser", "Queue",
     "RandomChooser", "Record", "ReplayChooser", "RunOutcome", "TimerHandle", "Trace", "Violation", "World",
-    "run_batch", "run_once", "LiveRepeat", "LiveWorld", "repeat_live", "run_live",
+    "run_batch", "run_once", "LiveRepeat", "RealClock", "repeat_live", "run_live",
     "ConvertingChooser", "FaultPlacement", "PlanChooser", "Entry", "Fault", "Hold", "Ident", "Pick",
     "canonical_plan", "entry_from_json", "identity_label",
 ]

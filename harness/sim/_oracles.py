@@ -1,4 +1,4 @@
-"""Oracle evaluation shared by the harness-controlled :class:`World` and the uncontrolled ``LiveWorld``.
+"""Oracle evaluation shared by both clocks of :class:`World` (the harness's scheduler and Trio's own).
 
 An oracle function holds when it returns anything but ``False`` or a string,
 and does not raise ``AssertionError``; a string or an assertion message is the

@@ -37,7 +37,7 @@ import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import outcome
 import trio
@@ -48,6 +48,9 @@ from .._errors import UsageError
 from ._oracles import first_broken_invariant, first_exceeded_bound, holds, where
 from ._plan import Ident, identity_label
 from ._trace import Note, Record, Trace, _record
+
+if TYPE_CHECKING:
+    from ._realtime import RealClock, RealTime
 
 T = TypeVar("T")
 
@@ -78,6 +81,19 @@ class Chooser(Protocol):
     def fault(self, point: Option) -> bool:
         """Whether the fault point fires; False is the default."""
         ...
+
+
+class _Canonical:
+    """The chooser of a world built without one: the canonical action, no data choice, no fault."""
+
+    def schedule(self, options: Sequence[Option], now: float, can_wait: bool) -> int:
+        return 0
+
+    def choose(self, n: int, point: Option) -> int:
+        return 0
+
+    def fault(self, point: Option) -> bool:
+        return False
 
 
 class Option:
@@ -299,7 +315,7 @@ class TimerHandle:
     let it wait until ``latest`` (the end of its window).
     """
 
-    __slots__ = ("actor", "cancelled", "fired", "fn", "key", "label", "latest", "option", "rv", "seq", "when")
+    __slots__ = ("actor", "cancelled", "fired", "fn", "key", "label", "latest", "option", "rv", "scope", "seq", "when")
 
     def __init__(
         self,
@@ -323,19 +339,34 @@ class TimerHandle:
         self.cancelled = False
         self.fired = False
         self.option = Option(actor, label, key, when, self.latest)
+        #: the real clock's sleeping task (None under virtual time, where the scheduler holds the timer)
+        self.scope: trio.CancelScope | None = None
 
     def cancel(self) -> None:
         self.cancelled = True
+        if self.scope is not None:
+            self.scope.cancel()
 
     def __lt__(self, other: TimerHandle) -> bool:
         return (self.when, self.seq) < (other.when, other.seq)
 
 
 class World:
-    """One run of a scenario: actors, virtual time, oracles and the trace.
+    """One run of a scenario: actors, time, oracles and the trace.
 
     Scenarios receive the world as their first argument. Everything an actor
-    waits on goes through the world, so the harness decides every switch.
+    waits on goes through the world, and the world runs under one of two clocks:
+
+    * **virtual time** (the default, ``clock=None``): the deterministic scheduler
+      decides every switch and asks ``chooser`` at every branch, time moves only
+      when the scheduler moves it, and the same choices give the same run;
+    * **the real clock** (``clock=RealClock(...)``): Trio's own scheduler decides
+      who runs, sleeps and timers are real sleeps scaled by ``time_scale``, no
+      fault is injected: what a plain test of the same model sees (``python -m
+      harness live``).
+
+    The API is the same under both (the same actors, primitives, oracles,
+    views and notes); only who decides and what a second is differ.
     """
 
     #: move time by setting the clock when no Trio deadline intervenes (False: always through
@@ -345,16 +376,18 @@ class World:
 
     def __init__(
         self,
-        chooser: Chooser,
+        chooser: Chooser | None = None,
         *,
         limits: Limits = Limits(),
         params: dict[str, Any] | None = None,
         observer: Callable[[World, Record | None], None] | None = None,
+        clock: RealClock | None = None,
     ) -> None:
         self.params: dict[str, Any] = dict(params or {})
         self.limits = limits
-        #: virtual seconds at which a periodic scenario ends normally (end oracles run)
-        self.horizon: float = math.inf
+        self._horizon = math.inf
+        if chooser is None:
+            chooser = _Canonical()
         self._chooser = chooser
         #: called before each dispatch with the record of the step that just completed
         #: (None before the first); reports use it to snapshot model state per step
@@ -363,8 +396,8 @@ class World:
         self._occurrences: dict[tuple[str, str, str | None], int] = {}
         self._choices: list[int] = []
         self._fault_points: dict[str, int] = {}
-        #: fault kinds this run may inject; None = each component's own default
-        self.fault_kinds: frozenset[str] | None = None
+        #: fault kinds this run may inject; None = each component's own default (a real-clock run: none)
+        self.fault_kinds: frozenset[str] | None = None if clock is None else frozenset()
         self._wait_target = math.inf
         self._current_timer: TimerHandle | None = None
         #: the widest window any action of this run had (verdicts state the explored space)
@@ -414,6 +447,37 @@ class World:
         self._oracle_reads: list[str] | None = None
         self._last_oracle_reads: tuple[str, ...] = ()
         self._eventually_reads: dict[str, tuple[str, ...]] = {}
+        #: the real clock's driver, or None: the deterministic scheduler with virtual time drives the run
+        self._real: RealTime | None = None
+        #: called when a primitive's state changes (an Event set, a Queue put, a Lock released): the real
+        #: clock's waiters re-check their guards; the deterministic scheduler re-checks them at every step
+        self._wake: Callable[[], None] | None = None
+        if clock is not None:
+            from ._realtime import RealTime
+
+            self._real = RealTime(self, clock)
+            self._wake = self._real.wake
+
+    @property
+    def clock(self) -> RealClock | None:
+        """The real clock this run keeps (:class:`RealClock`), or None: virtual time under the harness's scheduler."""
+        return self._real.clock if self._real is not None else None
+
+    @property
+    def horizon(self) -> float:
+        """Virtual seconds at which a periodic scenario ends normally (its ``at_end`` checks run).
+
+        A scenario whose controllers resync or poll for ever never settles; set
+        ``world.horizon = 600`` in it so a run ends at t=600 instead of as a
+        runaway. With the real clock it is ``horizon * time_scale`` real seconds.
+        """
+        return self._horizon
+
+    @horizon.setter
+    def horizon(self, value: float) -> None:
+        self._horizon = value
+        if self._real is not None:
+            self._real.horizon_moved()
 
     # ------------------------------------------------------------ footprints
     def share_memory(self, *prefixes: str) -> None:
@@ -521,8 +585,8 @@ class World:
     # ------------------------------------------------------------------ time
     @property
     def now(self) -> float:
-        """Virtual seconds since the run started."""
-        return self._now
+        """Virtual seconds since the run started (with the real clock: real seconds elapsed / ``time_scale``)."""
+        return self._now if self._real is None else self._real.now()
 
     # ---------------------------------------------------------------- actors
     def spawn(self, name: str, fn: Callable[..., Awaitable[object]], *args: Any, daemon: bool = False) -> str:
@@ -538,18 +602,25 @@ class World:
             n += 1
             name = f"{base}#{n}"
         actor = _Actor(name, len(self._actors), daemon)
-        actor.abort_fn = lambda _rc: self._abort(actor)
         self._actors.append(actor)
         self._by_name[name] = actor
-        self._register(actor, f"start {name}", None, None, None, self._now)
+        if self._real is None:
+            actor.abort_fn = lambda _rc: self._abort(actor)
+            self._register(actor, f"start {name}", None, None, None, self._now)
         self._nursery.start_soon(self._run_actor, actor, fn, args, name=name)
         return name
 
     async def _run_actor(self, actor: _Actor, fn: Callable[..., Awaitable[object]], args: tuple[Any, ...]) -> None:
         actor.task = tl.current_task()
+        real = self._real
         try:
-            await self._wait_turn(actor)
+            if real is None:
+                await self._wait_turn(actor)
+            else:
+                real.started(actor)
             await fn(*args)
+            if real is not None and not self._stopping:
+                self._check_oracles()  # what the actor did after its last yield point
         except trio.Cancelled:
             if not self._stopping:
                 msg = f"actor '{actor.name}' was cancelled outside any cancel scope it opened"
@@ -569,6 +640,8 @@ class World:
                 actor,
             )
         except BaseException as exc:
+            if real is not None:
+                raise  # KeyboardInterrupt: the real-clock driver ends the run
             # KeyboardInterrupt, SystemExit, or a control-flow exception of the
             # code driving us (Hypothesis' StopTest): end the run cleanly, then
             # re-raise it from run_once() outside Trio.
@@ -584,7 +657,9 @@ class World:
         finally:
             actor.done = True
             actor.waiting = False
-        if not self._stopping:
+            if real is not None:
+                real.ended(actor)
+        if not self._stopping and real is None:
             try:
                 self._handoff(actor)
             except BaseException as exc:  # the chooser's own control flow (e.g. StopTest)
@@ -656,6 +731,9 @@ class World:
         window: float = 0.0,
         keep_order: bool = False,
     ) -> None:
+        if self._real is not None:
+            await self._real.wait(label, key, rv, guard, ready_at, idle)
+            return
         actor = self._current
         if actor is None or self._nursery is None or actor.task is not tl.current_task():
             from .._errors import NotInSimulation
@@ -884,7 +962,11 @@ class World:
         pods; expectations add=2"); the last one it returned is the
         violation's explanation when the deadline passes.
         """
-        self._eventually.append([name, fn, self._now + within, self._now, None])
+        now = self.now
+        ev = [name, fn, now + within, now, None, None]
+        self._eventually.append(ev)
+        if self._real is not None:
+            self._real.eventually_deadline(ev, within)
 
     def bound(self, metric: Callable[[], float], max: float, name: str) -> None:
         """``metric()`` must never exceed ``max``; its peak is reported either way."""
@@ -907,7 +989,7 @@ class World:
 
     def fail(self, message: str, *, name: str = "scenario assertion") -> None:
         """Declare a violation from model code (ends the run at the current step)."""
-        self._fail("oracle", name, message, self._current)
+        self._fail("oracle", name, message, self._me())
 
     def _check_oracles(self) -> None:
         if self._notes is not None:
@@ -938,6 +1020,8 @@ class World:
                     keep.append(ev)
                     if reads is not None:  # what it read when it last did not hold: the story starts there
                         self._eventually_reads[ev[0]] = tuple(reads)
+                elif ev[5] is not None:
+                    ev[5].cancel()  # the real clock's watchdog: discharged, it no longer keeps the run alive
             self._eventually = keep
             if reads is not None:
                 reads.clear()
@@ -947,7 +1031,9 @@ class World:
 
     def _fail(self, kind: str, name: str, message: str, actor: _Actor | None) -> None:
         if self._violation is None:
-            self._violation = Violation(kind, name, message, self._step, self._now, actor.name if actor else None)
+            self._violation = Violation(kind, name, message, self._step, self.now, actor.name if actor else None)
+            if self._real is not None:
+                self._real.stop()
 
     # ------------------------------------------------------- timers & sleep
     def call_later(
@@ -965,7 +1051,7 @@ class World:
 
         ``window`` > 0 lets a strategy fire it up to ``window`` seconds late (jitter).
         """
-        when = later(self._now, delay)
+        when = later(self.now, delay)
         return self.call_at(when, fn, label=label, actor=actor, key=key, rv=rv, latest=later(when, window))
 
     def call_at(
@@ -986,8 +1072,11 @@ class World:
         jitter become part of the explored space.
         """
         self._seq += 1
-        handle = TimerHandle(max(on_grid(when), self._now), self._seq, fn, label, actor, key, rv,
+        handle = TimerHandle(max(on_grid(when), self.now), self._seq, fn, label, actor, key, rv,
                              None if latest is None else on_grid(latest))
+        if self._real is not None:
+            self._real.start_timer(handle)
+            return handle
         if handle.latest - handle.when > self.max_window:
             self.max_window = handle.latest - handle.when
         if self._wants_idents:
@@ -1013,12 +1102,17 @@ class World:
     async def sleep(self, seconds: float, label: str | None = None, *, window: float = 0.0) -> None:
         """Sleep in virtual time (a yield point that becomes enabled after ``seconds``, or up to ``window`` later)."""
         await self._yield(
-            label or f"wake after sleep {seconds:g}s", None, None, None, later(self._now, seconds), window=window
+            label or f"wake after sleep {seconds:g}s", None, None, None, later(self.now, seconds), window=window
         )
 
+    def _me(self) -> _Actor | None:
+        """The actor whose code runs now (None in a timer's callback)."""
+        return self._current if self._real is None else self._real.me()
+
     def _who(self) -> str:
-        if self._current is not None:
-            return self._current.name
+        me = self._me()
+        if me is not None:
+            return me.name
         return self._current_timer.actor if self._current_timer is not None else "timer"
 
     def _point(self, label: str, key: str | None) -> Option:
@@ -1079,12 +1173,12 @@ class World:
         return fired
 
     def move_on_after(self, seconds: float) -> trio.CancelScope:
-        """A cancel scope that expires after ``seconds`` of virtual time."""
-        return trio.move_on_after(seconds)
+        """A cancel scope that expires after ``seconds`` of virtual time (real clock: scaled real time)."""
+        return trio.move_on_after(seconds if self._real is None else self._real.real(seconds, jitter=False))
 
     def fail_after(self, seconds: float) -> Any:
-        """Like ``trio.fail_after``, in virtual time."""
-        return trio.fail_after(seconds)
+        """Like ``trio.fail_after``, in virtual time (real clock: scaled real time)."""
+        return trio.fail_after(seconds if self._real is None else self._real.real(seconds, jitter=False))
 
     # ------------------------------------------------------------ primitives
     def Event(self) -> Event:  # noqa: N802 - reads like the class it makes
@@ -1098,6 +1192,9 @@ class World:
 
     # ---------------------------------------------------------------- driver
     async def _main(self, scenario: Callable[..., Awaitable[object]]) -> None:
+        if self._real is not None:
+            await self._real.main(scenario)
+            return
         self._controller = tl.current_task()
         try:
             async with trio.open_nursery() as nursery:
@@ -1151,7 +1248,7 @@ class World:
         for t in self._due:
             if not t.cancelled and self._now < t.latest < t_next:
                 t_next = t.latest
-        target = min(t_next, self.horizon, self.limits.max_time)
+        target = min(t_next, self._horizon, self.limits.max_time)
         if target < math.inf:  # onto the nanosecond grid, never before what it waits for
             target = max(self._now, math.ceil(target * TICKS_PER_SECOND) / TICKS_PER_SECOND)
         before = self._now
@@ -1174,7 +1271,7 @@ class World:
                 self._advancing = False
                 self._advance_scope = None
         if self._now > before and self._invariants and self._violation is None and target < math.inf \
-                and (t_next != math.inf or target == self.horizon):  # a real jump, not the probe for settling
+                and (t_next != math.inf or target == self._horizon):  # a real jump, not the probe for settling
             self._check_invariants_over_jump(before)
             if self._violation is not None:
                 return False
@@ -1193,10 +1290,10 @@ class World:
                     None,
                 )
                 return False
-        if t_next != math.inf and self._now < self.horizon and self._now < self.limits.max_time:
+        if t_next != math.inf and self._now < self._horizon and self._now < self.limits.max_time:
             return True
-        if self._now >= self.horizon:
-            self._now = self.horizon
+        if self._now >= self._horizon:
+            self._now = self._horizon
             self._end_checks("reached its horizon")
             return False
         if t_next == math.inf:
@@ -1253,7 +1350,7 @@ class World:
     def _end_checks(self, how: str) -> None:
         self._ended = True
         for ev in self._eventually:
-            if how == "settled":
+            if how == "settled" and (self._real is None or holds(ev[0], ev[1]) is not None):
                 self._last_oracle_reads = self._eventually_reads.get(ev[0], ())
                 self._fail(
                     "oracle",
@@ -1413,6 +1510,9 @@ class Event:
 
     def set(self) -> None:
         self._set = True
+        wake = self._world._wake
+        if wake is not None:
+            wake()
 
     def is_set(self) -> bool:
         return self._set
@@ -1433,6 +1533,9 @@ class Queue(Generic[T]):
 
     def put_nowait(self, item: T) -> None:
         self._items.append(item)
+        wake = self._world._wake
+        if wake is not None:
+            wake()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -1465,11 +1568,14 @@ class Lock:
 
     async def acquire(self, label: str = "acquire lock") -> None:
         await self._world._yield(label, guard=self._free)
-        cur = self._world._current
+        cur = self._world._me()
         self._owner = cur.name if cur is not None else "?"
 
     def release(self) -> None:
         self._owner = None
+        wake = self._world._wake
+        if wake is not None:
+            wake()
 
     async def __aenter__(self) -> Lock:
         await self.acquire()

@@ -7,13 +7,14 @@ fixed variants, the shape of results. No timing assertions.
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import pytest
 
 from harness.cli import main
 from harness.kube._examples import stale_status_writers
-from harness.sim import LiveWorld, World, repeat_live, run_live
+from harness.sim import RealClock, World, repeat_live, run_live
 from tests import toys
 
 FAST = 0.001  # real seconds per virtual second: toys stay in milliseconds
@@ -193,10 +194,12 @@ def test_move_on_after_is_scaled() -> None:
 
 
 def test_spawn_outside_a_run_is_an_error() -> None:
+    from harness import UsageError
+
     with pytest.raises(RuntimeError, match="only available while the world runs"):
-        LiveWorld().spawn("x", toys.lost_update)
-    with pytest.raises(ValueError, match="time_scale"):
-        LiveWorld(time_scale=0)
+        World(clock=RealClock()).spawn("x", toys.lost_update)
+    with pytest.raises(UsageError, match="time_scale"):
+        RealClock(time_scale=0)
 
 
 # ---------------------------------------------------------------- repeating
@@ -229,31 +232,116 @@ def test_cli_live(capsys: pytest.CaptureFixture[str]) -> None:
     assert rc in (0, 1) and line["race"] == name and line["runs"] == 1 and line["found"] == (rc == 1)
 
 
-def _methods(obj: object) -> dict[str, list[str]]:
-    """Public methods of ``obj`` with their parameter names: what a model may call."""
-    import inspect
+def _public(world: World) -> set[str]:
+    """Every public name a model can reach on ``world``: methods, properties and attributes."""
+    return {n for n in dir(world) if not n.startswith("_")}
 
-    out: dict[str, list[str]] = {}
-    for name in dir(obj):
-        member = getattr(obj, name)
-        if not name.startswith("_") and callable(member):
-            out[name] = list(inspect.signature(member).parameters)
-    return out
+
+async def _use_every_public_name(world: World) -> None:
+    """Use each public name of the world once, as a model would; what each gives goes to ``world.state``."""
+    got: dict[str, object] = world.state.setdefault("got", {})
+    ev, q, lock = world.Event(), world.Queue(), world.Lock()
+
+    async def helper() -> None:
+        await ev.wait("wait for main")
+        q.put_nowait("item")
+        async with lock:
+            await world.step("inside the lock", key="k")
+
+    got["spawn"] = world.spawn("helper", helper)
+    ev.set()
+    got["Event"] = ev.is_set()
+    got["Queue"] = await q.get("get the item")
+    async with lock:
+        got["Lock"] = lock.locked()
+    await world.step("a step", key="k", rv=1)
+    await world.sleep(0.5, "a sleep")
+    fired: list[str] = []
+    got["call_later"] = world.call_later(0.25, lambda: fired.append("later"), label="later").label
+    got["call_at"] = world.call_at(world.now + 0.25, lambda: fired.append("at"), label="at").label
+    await world.sleep(1.0, "past the timers")
+    got["fired"] = sorted(fired)
+    with world.move_on_after(0.1) as scope:
+        await world.sleep(10.0, "cut short")
+    got["move_on_after"] = scope.cancelled_caught
+    with world.fail_after(10.0):
+        await world.step("well within")
+    got["fail_after"] = True
+    got["choose"] = world.choose("a data choice", 3)
+    got["fault"] = world.fault("crash", "a fault point", key="k")
+    got["fault_enabled"] = world.fault_enabled("crash")
+    got["fault_kinds"] = world.fault_kinds is None or isinstance(world.fault_kinds, frozenset)
+    world.share_memory("helper")
+    got["process_of"] = world.process_of("helper/x")
+    world.touch("Pod default/p", write=True)
+    world.note("a note", key="Pod default/p", n=1)
+    got["noting"] = isinstance(world.noting, bool)
+    world.observed("Pod default/p")
+    world.expose("a view", lambda: {"x": 1})
+    got["views"] = sorted(world.views)
+    world.invariant(lambda: True, "always")
+    world.eventually(lambda: True, within=5.0, name="at once")
+    world.bound(lambda: 1.0, 2.0, "small")
+    got["peaks"] = sorted(world.peaks)
+    world.at_end(lambda: True, "at the end")
+    got["now"] = world.now >= 1.5
+    world.horizon = 1_000.0
+    got["horizon"] = world.horizon
+    got["limits"] = world.limits.max_steps
+    got["max_window"] = world.max_window >= 0
+    got["params"] = world.params
+    got["clock"] = world.clock is None
+    got["outcome"] = callable(world.outcome)  # the driver's call, after the run
+    got["state"] = True
+    got["fail"] = callable(world.fail)  # used below, in its own run
 
 
 def test_live_and_virtual_worlds_have_one_api() -> None:
-    """A model written for the search runs live unchanged: no method exists in one mode and not the other."""
-    from harness.sim import PlanChooser
+    """One runtime, two clocks: every public name of the world works under both, the same way.
 
-    virtual, live = _methods(World(PlanChooser())), _methods(LiveWorld())
-    assert sorted(virtual) == sorted(live)
-    differ = {name: (virtual[name], live[name]) for name in virtual if virtual[name] != live[name]}
-    assert differ == {}, differ
-    assert {"expose", "spawn", "sleep", "call_later", "choose", "invariant", "at_end", "share_memory"} <= set(live)
+    The scenario above uses every public name; a name added to World without a use here fails the
+    first assertion, so the two clocks cannot drift apart again."""
+    from harness.sim import PlanChooser, run_once
+
+    virtual, live = World(PlanChooser()), World(clock=RealClock())
+    assert type(virtual) is type(live)
+    assert _public(virtual) == _public(live)
+    source = inspect.getsource(_use_every_public_name)
+    used = {n for n in _public(virtual) if f"world.{n}" in source or f'"{n}"' in source}
+    assert used == _public(virtual), f"not used by the test: {sorted(_public(virtual) - used)}"
+
+    seen = []
+    for out, world_state in (
+        _run_keeping_state(lambda scn: run_once(scn, PlanChooser())),
+        _run_keeping_state(lambda scn: run_live(scn, time_scale=0.02, jitter=0.0)),  # timers of 5 ms: well apart
+    ):
+        assert out.violation is None, out.violation
+        seen.append(world_state)
+    virtual_got, live_got = seen
+    assert virtual_got.pop("clock") is True and live_got.pop("clock") is False
+    assert virtual_got == live_got
+    assert virtual_got["fired"] == ["at", "later"] and virtual_got["move_on_after"] is True
+
+    async def failing(world: World) -> None:
+        world.fail("said so", name="model says")
+
+    for out in (run_once(failing, PlanChooser()), run_live(failing, time_scale=FAST)):
+        assert out.violation is not None and out.violation.name == "model says"
+
+
+def _run_keeping_state(run):  # type: ignore[no-untyped-def]
+    box: dict[str, object] = {}
+
+    async def scenario(world: World) -> None:
+        box["got"] = world.state["got"] = {}
+        await _use_every_public_name(world)
+
+    out = run(scenario)
+    return out, box["got"]
 
 
 def test_every_example_and_race_runs_live_without_a_model_error() -> None:
-    """Both variants of every registered race and of the examples run live to an end: the live world lacks
+    """Both variants of every registered race and of the examples run live to an end: the world on its real clock lacks
     nothing they use (no AttributeError, no model error); a violation of their own oracles may happen."""
     from examples.rabbitmq_time_travel import scenario as rabbitmq
     from examples.replicaset_recreate import scenario as replicaset
