@@ -343,12 +343,18 @@ def _run_keeping_state(run):  # type: ignore[no-untyped-def]
 def test_every_example_and_race_runs_live_without_a_model_error() -> None:
     """Both variants of every registered race and of the examples run live to an end: the world on its real clock lacks
     nothing they use (no AttributeError, no model error); a violation of their own oracles may happen."""
-    from examples.rabbitmq_time_travel import scenario as rabbitmq
-    from examples.replicaset_recreate import scenario as replicaset
+    import importlib
+    import pathlib
+
     from harness._verdicts import model_error, raised
     from races import REGISTRY
 
-    models = [(replicaset, {}), (rabbitmq, {})] + [(r.scenario, dict(r.params)) for r in REGISTRY.values()]
+    examples = []
+    for path in sorted((pathlib.Path(__file__).parents[2] / "examples").glob("[!_]*.py")):
+        module = importlib.import_module(f"examples.{path.stem}")
+        examples += [fn for _, fn in sorted(vars(module).items()) if getattr(fn, "__race_scenario__", False)]
+    assert len(examples) >= 4, examples  # every example file has a marked scenario
+    models = [(fn, {}) for fn in examples] + [(r.scenario, dict(r.params)) for r in REGISTRY.values()]
     for scenario, params in models:
         for fixed in (False, True):
             out = run_live(scenario, params={**params, "fixed": fixed}, time_scale=0.0002, timeout=30)
