@@ -1,12 +1,18 @@
 """The runtime: one World, two clocks (virtual time under the deterministic scheduler, or the real clock
 under Trio's own), actors, choices, traces. No Kubernetes here."""
 
+from ._choice import Chooser as Chooser
+from ._choice import Option as Option
 from ._choosers import ConvertingChooser as ConvertingChooser
 from ._choosers import FaultPlacement as FaultPlacement
 from ._choosers import PCTChooser as PCTChooser
 from ._choosers import PlanChooser as PlanChooser
 from ._choosers import RandomChooser as RandomChooser
 from ._choosers import ReplayChooser as ReplayChooser
+from ._outcome import VERDICTS as VERDICTS
+from ._outcome import Limits as Limits
+from ._outcome import RunOutcome as RunOutcome
+from ._outcome import Violation as Violation
 from ._plan import Entry as Entry
 from ._plan import Fault as Fault
 from ._plan import Hold as Hold
@@ -15,6 +21,9 @@ from ._plan import Pick as Pick
 from ._plan import canonical_plan as canonical_plan
 from ._plan import entry_from_json as entry_from_json
 from ._plan import identity_label as identity_label
+from ._primitives import Event as Event
+from ._primitives import Lock as Lock
+from ._primitives import Queue as Queue
 from ._realtime import LiveRepeat as LiveRepeat
 from ._realtime import RealClock as RealClock
 from ._realtime import repeat_live as repeat_live
@@ -23,16 +32,7 @@ from ._trace import FORMAT_VERSION as FORMAT_VERSION
 from ._trace import Note as Note
 from ._trace import Record as Record
 from ._trace import Trace as Trace
-from ._world import VERDICTS as VERDICTS
-from ._world import Chooser as Chooser
-from ._world import Event as Event
-from ._world import Limits as Limits
-from ._world import Lock as Lock
-from ._world import Option as Option
-from ._world import Queue as Queue
-from ._world import RunOutcome as RunOutcome
 from ._world import TimerHandle as TimerHandle
-from ._world import Violation as Violation
 from ._world import World as World
 from ._world import run_batch as run_batch
 from ._world import run_once as run_once

@@ -28,8 +28,8 @@ import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 
+from ._choice import Option
 from ._plan import Entry, Fault, Hold, Ident, Pick, canonical_plan
-from ._world import Option
 
 
 class FaultPlacement:

@@ -52,7 +52,9 @@ import trio.testing
 
 from .._errors import NotInSimulation, UsageError
 from ._oracles import holds
-from ._world import MAIN_ACTOR, Limits, RunOutcome, TimerHandle, Violation, World, _Actor, _call_with_params, on_grid
+from ._outcome import Limits, RunOutcome, Violation
+from ._time import on_grid
+from ._world import MAIN_ACTOR, TimerHandle, World, _Actor, _call_with_params
 
 
 @dataclass(frozen=True)

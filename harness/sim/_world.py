@@ -1,7 +1,15 @@
-"""One deterministic run: Trio tasks as actors, one runnable at a time, virtual time.
+"""One run of a scenario: the :class:`World`, its actors and oracles, and the deterministic scheduler.
 
-How a run is driven
--------------------
+A world keeps one of two clocks. Under virtual time (below) the harness decides
+every switch; under the real clock (``_realtime.py``) Trio does, and the world's
+yield points, timers and end go through that module's driver. Everything a model
+calls (actors, primitives, oracles, views, notes) is this one class either way.
+Around it: ``_choice`` (what a strategy sees), ``_time`` (the nanosecond grid and
+Trio's view of virtual time), ``_outcome`` (limits, violations, results) and
+``_primitives`` (``Event``, ``Queue``, ``Lock``).
+
+How a run is driven under virtual time
+--------------------------------------
 Every actor is a Trio task spawned by the harness. An actor runs until it reaches
 a *yield point* (``world.step``, ``world.sleep``, a wait on a harness ``Event``,
 ``Queue`` or ``Lock``, or any kube call built on those). There it registers the
@@ -34,10 +42,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import deque
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import outcome
 import trio
@@ -45,222 +51,21 @@ import trio.lowlevel as tl
 import trio.testing
 
 from .._errors import UsageError
+from ._choice import Chooser, Option, _Canonical
 from ._oracles import first_broken_invariant, first_exceeded_bound, holds, where
+from ._outcome import Limits, RunOutcome, Violation
 from ._plan import Ident, identity_label
+from ._primitives import Event, Lock, Queue
+from ._primitives import Queue as _Queue  # in the class body of World, "Queue" is its method
+from ._time import TICKS_PER_SECOND, VirtualClock, later, on_grid
 from ._trace import Note, Record, Trace, _record
 
 if TYPE_CHECKING:
     from ._realtime import RealClock, RealTime
 
-T = TypeVar("T")
-
 _CANCEL = object()  # resume value meaning "a cancel scope around this wait fired"
 #: the scenario's own actor: the test that builds the cluster and plays the user (no fault points)
 MAIN_ACTOR = "main"
-
-
-class Chooser(Protocol):
-    """Decides each branch of a run; strategies build one per run.
-
-    Optional attributes the world reads: ``wants_identities`` (compute
-    :attr:`Option.ident` and call :meth:`schedule` at every step, even without a
-    choice, so the chooser sees what ran) and ``wait_until`` (read after
-    :meth:`schedule` returned "wait": the latest virtual time the chooser wants
-    to skip to; default: the next deadline).
-    """
-
-    def schedule(self, options: Sequence[Option], now: float, can_wait: bool) -> int:
-        """An index into ``options`` (canonical order: 0 is the canonical action), or
-        ``len(options)`` to let virtual time pass (only when ``can_wait``)."""
-        ...
-
-    def choose(self, n: int, point: Option) -> int:
-        """A data choice in ``range(n)``; 0 is the default."""
-        ...
-
-    def fault(self, point: Option) -> bool:
-        """Whether the fault point fires; False is the default."""
-        ...
-
-
-class _Canonical:
-    """The chooser of a world built without one: the canonical action, no data choice, no fault."""
-
-    def schedule(self, options: Sequence[Option], now: float, can_wait: bool) -> int:
-        return 0
-
-    def choose(self, n: int, point: Option) -> int:
-        return 0
-
-    def fault(self, point: Option) -> bool:
-        return False
-
-
-class Option:
-    """An action (or a fault point, or a data choice) as a strategy sees it.
-
-    ``nominal`` is when it became (or becomes) possible and ``latest`` the end of
-    its window: an informer event may be delivered any time in
-    ``[nominal, latest]``; an actor's step has ``latest == nominal`` (it can be
-    reordered among what is enabled at the same instant, but virtual time does
-    not pass for it). ``ident`` is set when the chooser ``wants_identities``.
-    """
-
-    __slots__ = ("actor", "ident", "key", "kind", "label", "latest", "nominal")
-
-    def __init__(self, actor: str, label: str, key: str | None, nominal: float = 0.0, latest: float = 0.0) -> None:
-        #: "action" for scheduled actions; the fault kind for a fault point; "data" for a data choice
-        self.kind = "action"
-        self.actor = actor
-        self.label = label
-        self.key = key
-        self.nominal = nominal
-        self.latest = latest
-        self.ident: Ident | None = None
-
-    def __repr__(self) -> str:
-        return f"<Option {self.actor}: {self.label} [{self.nominal:g}, {self.latest:g}]>"
-
-
-#: virtual time's resolution: Go's ``time.Duration`` counts whole nanoseconds
-TICKS_PER_SECOND = 1_000_000_000
-
-
-def on_grid(t: float) -> float:
-    """``t`` rounded to a whole nanosecond (every instant the scheduler keeps is on this grid)."""
-    return t if t == math.inf else round(t * TICKS_PER_SECOND) / TICKS_PER_SECOND
-
-
-def later(now: float, delay: float) -> float:
-    """``now + delay`` on the nanosecond grid; a positive delay is at least one nanosecond.
-
-    Why: in float seconds ``5 - (10.005 - 5.005)`` is 1e-15, and a controller
-    that requeues after that fires again at the same instant for ever (a
-    livelock Go cannot have: its durations are whole nanoseconds, and a
-    positive one moves the clock). Here every delay ends on the grid and a
-    positive one ends at least one tick later, so time always moves.
-    """
-    if delay <= 0:
-        return now
-    if delay == math.inf:
-        return math.inf
-    return max(round((now + delay) * TICKS_PER_SECOND), round(now * TICKS_PER_SECOND) + 1) / TICKS_PER_SECOND
-
-
-@dataclass(frozen=True)
-class Limits:
-    """When a run is a runaway rather than slow: step count, virtual time, and steps at one instant.
-
-    ``max_steps_per_instant``: this many consecutive steps without virtual
-    time moving is a livelock (a requeue after a duration that rounds to
-    nothing, two controllers undoing each other's writes at once): its own
-    verdict, never a finding of the model's oracle.
-    """
-
-    max_steps: int = 200_000
-    max_time: float = 1_000_000.0
-    max_steps_per_instant: int = 20_000
-
-
-@dataclass(frozen=True)
-class Violation:
-    """Why a run failed, worded for a person; ``kind`` is one of :data:`VERDICTS`."""
-
-    kind: str
-    name: str
-    message: str
-    step: int
-    time: float
-    actor: str | None = None
-
-    def describe(self) -> str:
-        return f"{VERDICTS[self.kind]}: {self.message}"
-
-    def same_bug(self, other: Violation | None) -> bool:
-        return other is not None and (self.kind, self.name) == (other.kind, other.name)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "message": self.message,
-            "step": self.step,
-            "time": round(self.time, 9),
-            "actor": self.actor,
-        }
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Violation:
-        return cls(
-            kind=str(raw["kind"]),
-            name=str(raw["name"]),
-            message=str(raw["message"]),
-            step=int(raw["step"]),
-            time=float(raw["time"]),
-            actor=None if raw.get("actor") is None else str(raw["actor"]),
-        )
-
-
-VERDICTS: dict[str, str] = {
-    "oracle": "oracle violated",
-    "actor-raised": "actor raised",
-    "deadlock": "deadlock",
-    "blocked-outside": "actor blocked outside the harness",
-    "runaway": "runaway",
-    "livelock": "livelock",
-    "interrupted": "interrupted",
-}
-
-
-@dataclass
-class RunOutcome:
-    """Everything one run produced."""
-
-    trace: Trace
-    violation: Violation | None
-    end_time: float
-    peaks: dict[str, float] = field(default_factory=dict)
-    interrupted: bool = False
-
-    #: every decision of the run in order (schedule, data and fault), for positional replay
-    choices: list[int] = field(default_factory=list)
-    #: fault points the run passed (kind -> count), for strategies that place faults
-    fault_points: dict[str, int] = field(default_factory=dict)
-    #: the widest window (seconds an action could be postponed) seen in the run
-    max_window: float = 0.0
-
-    @property
-    def deviations(self) -> int:
-        return self.trace.deviations
-
-    @property
-    def steps(self) -> int:
-        return self.trace.steps
-
-
-class VirtualClock(trio.abc.Clock):
-    """Trio's view of the world's virtual time; jumps only when the world advances."""
-
-    def __init__(self, world: World | None) -> None:
-        #: the world whose time this is; :func:`run_batch` moves it from run to run
-        self._world = world
-
-    def start_clock(self) -> None:
-        pass
-
-    def current_time(self) -> float:
-        return self._world._now if self._world is not None else 0.0
-
-    def deadline_to_sleep_time(self, deadline: float) -> float:
-        w = self._world
-        if w is None:
-            return 86_400.0
-        if w._advancing and deadline != math.inf:
-            if deadline > w._now:
-                w._now = deadline
-            return 0.0
-        # Not ours to move: let Trio idle so the watcher can report the block.
-        return 0.0 if deadline <= w._now else 86_400.0
 
 
 class _Actor:
@@ -1496,90 +1301,3 @@ def _unwrap(group: BaseExceptionGroup[BaseException]) -> BaseException:
     while isinstance(exc, BaseExceptionGroup):
         exc = exc.exceptions[0]
     return exc
-
-
-# ---------------------------------------------------------------- primitives
-class Event:
-    """A harness event: ``wait()`` is a yield point enabled once the event is set."""
-
-    __slots__ = ("_set", "_world")
-
-    def __init__(self, world: World) -> None:
-        self._world = world
-        self._set = False
-
-    def set(self) -> None:
-        self._set = True
-        wake = self._world._wake
-        if wake is not None:
-            wake()
-
-    def is_set(self) -> bool:
-        return self._set
-
-    async def wait(self, label: str = "wait for event", *, idle: bool = False) -> None:
-        """Wait until set; ``idle=True`` marks a daemon's wait for work (not a deadlock)."""
-        await self._world._yield(label, guard=self.is_set, idle=idle)
-
-
-class Queue(Generic[T]):
-    """An unbounded FIFO whose ``get()`` is a yield point enabled while it holds items."""
-
-    __slots__ = ("_items", "_world")
-
-    def __init__(self, world: World) -> None:
-        self._world = world
-        self._items: deque[T] = deque()
-
-    def put_nowait(self, item: T) -> None:
-        self._items.append(item)
-        wake = self._world._wake
-        if wake is not None:
-            wake()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def _ready(self) -> bool:
-        return bool(self._items)
-
-    async def get(self, label: str = "get", *, key: str | None = None) -> T:
-        await self._world._yield(label, key, None, self._ready, None, idle=True)
-        return self._items.popleft()
-
-
-_Queue = Queue  # for annotations inside World, where the name Queue is World.Queue
-
-
-class Lock:
-    """A harness lock: acquiring is a yield point enabled while the lock is free."""
-
-    __slots__ = ("_owner", "_world")
-
-    def __init__(self, world: World) -> None:
-        self._world = world
-        self._owner: str | None = None
-
-    def _free(self) -> bool:
-        return self._owner is None
-
-    def locked(self) -> bool:
-        return self._owner is not None
-
-    async def acquire(self, label: str = "acquire lock") -> None:
-        await self._world._yield(label, guard=self._free)
-        cur = self._world._me()
-        self._owner = cur.name if cur is not None else "?"
-
-    def release(self) -> None:
-        self._owner = None
-        wake = self._world._wake
-        if wake is not None:
-            wake()
-
-    async def __aenter__(self) -> Lock:
-        await self.acquire()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.release()
