@@ -46,8 +46,9 @@ from ._scenarios import resolve as resolve_marked
 from ._story import Story, presented, tell
 
 #: trace format versions this harness still replays (1: positional choices only, no plan; 2: no ``defaults``;
-#: 3: float time: its plan replays as written, its positional choices may diverge where time was rounded)
-READABLE_VERSIONS = (1, 2, 3, FORMAT_VERSION)
+#: 3: float time: its plan replays as written, its positional choices may diverge where time was rounded;
+#: 4: float time on the nanosecond grid: its plan replays as written, an instant may differ by a nanosecond)
+READABLE_VERSIONS = (1, 2, 3, 4, FORMAT_VERSION)
 
 FORMAT_NAME = "race-harness-trace"
 

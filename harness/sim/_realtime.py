@@ -53,7 +53,7 @@ import trio.testing
 from .._errors import NotInSimulation, UsageError
 from ._oracles import holds
 from ._outcome import Limits, RunOutcome, Violation
-from ._time import on_grid
+from ._time import TICKS_PER_SECOND, to_ns
 from ._world import MAIN_ACTOR, TimerHandle, World, _Actor, _call_with_params
 
 
@@ -104,14 +104,14 @@ class RealTime:
     # ------------------------------------------------------------------ time
     def now(self) -> float:
         w = self.world
-        if self._frozen:
-            return w._now
-        try:
-            t = (trio.current_time() - self._t0) / self.clock.time_scale
-        except RuntimeError:  # outside trio.run (an oracle read after the run)
-            return w._now
-        w._now = on_grid(t)
-        return w._now
+        if not self._frozen:
+            try:
+                t = (trio.current_time() - self._t0) / self.clock.time_scale
+            except RuntimeError:  # outside trio.run (an oracle read after the run)
+                pass
+            else:
+                w._now_ns = to_ns(t)
+        return w._now_ns / TICKS_PER_SECOND
 
     def real(self, seconds: float, *, jitter: bool = True) -> float:
         """Real seconds for ``seconds`` of virtual time (stretched by the jitter unless ``jitter=False``)."""
@@ -162,7 +162,7 @@ class RealTime:
             w._fail(
                 "runaway",
                 "step limit",
-                f"the real-clock run took more than {w.limits.max_steps:,} steps without settling (t={w._now:.3f}). "
+                f"the real-clock run took more than {w.limits.max_steps:,} steps without settling (t={self.now():.3f}). "
                 "If the scenario is periodic, set world.horizon; otherwise raise Limits(max_steps=...).",
                 None,
             )
@@ -176,7 +176,7 @@ class RealTime:
         key: str | None,
         rv: int | None,
         guard: Callable[[], bool] | None,
-        ready_at: float | None,
+        ready_ns: int | None,
         idle: bool,
     ) -> None:
         """A yield point: a checkpoint (Trio decides who runs next), then a real wait until it is enabled."""
@@ -191,10 +191,10 @@ class RealTime:
         me.idle = idle
         try:
             await trio.sleep(0)
-            if ready_at is not None and ready_at > self.now():
+            if ready_ns is not None and ready_ns / TICKS_PER_SECOND > self.now():
                 self._timed += 1
                 try:
-                    await trio.sleep(self.real(ready_at - self.now()))
+                    await trio.sleep(self.real(ready_ns / TICKS_PER_SECOND - self.now()))
                 finally:
                     self._timed -= 1
                     self._tick.unpark_all()

@@ -1,4 +1,4 @@
-"""Virtual time: the nanosecond grid every instant lies on, and the Trio clock that shows it to Trio."""
+"""Virtual time: whole nanoseconds (as Go's ``time.Duration``), and the Trio clock that shows it to Trio in seconds."""
 
 from __future__ import annotations
 
@@ -10,30 +10,46 @@ import trio
 if TYPE_CHECKING:
     from ._world import World
 
-#: virtual time's resolution: Go's ``time.Duration`` counts whole nanoseconds
+#: virtual time's resolution: Go's ``time.Duration`` counts whole nanoseconds, and so does the world's clock
 TICKS_PER_SECOND = 1_000_000_000
+#: "never" in nanoseconds (an unset horizon, a window without end): Go's largest Duration, 292 years
+NEVER = (1 << 63) - 1
 
 
-def on_grid(t: float) -> float:
-    """``t`` rounded to a whole nanosecond (every instant the scheduler keeps is on this grid)."""
-    return t if t == math.inf else round(t * TICKS_PER_SECOND) / TICKS_PER_SECOND
+def to_ns(seconds: float) -> int:
+    """``seconds`` as whole nanoseconds, rounded to the nearest (infinity is :data:`NEVER`)."""
+    if seconds == math.inf:
+        return NEVER
+    return round(seconds * TICKS_PER_SECOND)
 
 
-def later(now: float, delay: float) -> float:
-    """``now + delay`` on the nanosecond grid; a positive delay is at least one nanosecond.
+def ceil_ns(seconds: float) -> int:
+    """The first whole nanosecond at or after ``seconds`` (a deadline is never reached early)."""
+    if seconds == math.inf:
+        return NEVER
+    t = round(seconds * TICKS_PER_SECOND)  # an instant on the grid comes back as itself
+    return t + 1 if t / TICKS_PER_SECOND < seconds else t
+
+
+def to_seconds(ns: int) -> float:
+    """Nanoseconds as the seconds the public API shows (:data:`NEVER` is infinity)."""
+    return math.inf if ns >= NEVER else ns / TICKS_PER_SECOND
+
+
+def later(now: int, delay: float) -> int:
+    """``now`` (nanoseconds) plus ``delay`` seconds as a Go Duration: whole nanoseconds, a positive one at least 1.
 
     Why: in float seconds ``5 - (10.005 - 5.005)`` is 1e-15, and a controller
     that requeues after that fires again at the same instant for ever (a
     livelock Go cannot have: its durations are whole nanoseconds, and a
-    positive one moves the clock). Here every delay ends on the grid and a
-    positive one ends at least one tick later, so time always moves.
+    positive one moves the clock). The clock is an integer count of
+    nanoseconds, and a positive delay moves it by at least one.
     """
     if delay <= 0:
         return now
-    if delay == math.inf:
-        return math.inf
-    return max(round((now + delay) * TICKS_PER_SECOND), round(now * TICKS_PER_SECOND) + 1) / TICKS_PER_SECOND
-
+    if delay == math.inf or now >= NEVER:
+        return NEVER
+    return min(NEVER, now + max(1, round(delay * TICKS_PER_SECOND)))
 
 
 class VirtualClock(trio.abc.Clock):
@@ -47,15 +63,16 @@ class VirtualClock(trio.abc.Clock):
         pass
 
     def current_time(self) -> float:
-        return self._world._now if self._world is not None else 0.0
+        return self._world._now_ns / TICKS_PER_SECOND if self._world is not None else 0.0
 
     def deadline_to_sleep_time(self, deadline: float) -> float:
         w = self._world
         if w is None:
             return 86_400.0
         if w._advancing and deadline != math.inf:
-            if deadline > w._now:
-                w._now = deadline
+            t = ceil_ns(deadline)  # the deadline's nanosecond: Trio sees it reached, never passed early
+            if t > w._now_ns:
+                w._now_ns = t
             return 0.0
         # Not ours to move: let Trio idle so the watcher can report the block.
-        return 0.0 if deadline <= w._now else 86_400.0
+        return 0.0 if deadline <= w._now_ns / TICKS_PER_SECOND else 86_400.0

@@ -17,8 +17,10 @@ from typing import Any
 
 #: 2: counterexamples carry a plan (named deviations) beside the positional choices; waits and faults are records;
 #: 3: a trace file records the scenario's defaults beside its explicit parameters (a divergence can name one)
-#: 4: virtual time on a whole-nanosecond grid (Go's Duration); a positive delay moves time by at least 1 ns
-FORMAT_VERSION = 4
+#: 4: virtual time on a whole-nanosecond grid (Go's Duration); a positive delay moves time by at least 1 ns;
+#: 5: the clock is an integer count of nanoseconds: a jump lands on its instant exactly, where the float clock's
+#:    ceil(t * 1e9) could land one nanosecond late (4.155 * 1e9 is 4155000000.0000005: t=4.155000001)
+FORMAT_VERSION = 5
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ A world keeps one of two clocks. Under virtual time (below) the harness decides
 every switch; under the real clock (``_realtime.py``) Trio does, and the world's
 yield points, timers and end go through that module's driver. Everything a model
 calls (actors, primitives, oracles, views, notes) is this one class either way.
-Around it: ``_choice`` (what a strategy sees), ``_time`` (the nanosecond grid and
+Around it: ``_choice`` (what a strategy sees), ``_time`` (whole nanoseconds and
 Trio's view of virtual time), ``_outcome`` (limits, violations, results) and
 ``_primitives`` (``Event``, ``Queue``, ``Lock``).
 
@@ -57,7 +57,7 @@ from ._outcome import Limits, RunOutcome, Violation
 from ._plan import Ident, identity_label
 from ._primitives import Event, Lock, Queue
 from ._primitives import Queue as _Queue  # in the class body of World, "Queue" is its method
-from ._time import TICKS_PER_SECOND, VirtualClock, later, on_grid
+from ._time import NEVER, TICKS_PER_SECOND, VirtualClock, ceil_ns, later, to_ns, to_seconds
 from ._trace import Note, Record, Trace, _record
 
 if TYPE_CHECKING:
@@ -80,12 +80,13 @@ class _Actor:
         "index",
         "key",
         "label",
+        "latest_ns",
         "name",
         "option",
-        "ready_at",
+        "ready_ns",
         "rv",
         "seq",
-        "since",
+        "since_ns",
         "task",
         "task_parked",
         "waiting",
@@ -100,8 +101,9 @@ class _Actor:
         self.key: str | None = None
         self.rv: int | None = None
         self.guard: Callable[[], bool] | None = None
-        self.ready_at = 0.0
-        self.since = 0.0
+        self.ready_ns = 0  # when its action becomes enabled (a sleep's end), in nanoseconds
+        self.since_ns = 0  # when it became enabled: its place in the canonical order
+        self.latest_ns = 0  # the end of its window: it may be postponed until then
         self.seq = 0
         self.waiting = False  # registered an action and waits to be chosen
         self.task_parked = False  # physically inside wait_task_rescheduled
@@ -116,25 +118,27 @@ class _Actor:
 class TimerHandle:
     """A pending ``call_later``/``call_at``; ``cancel()`` removes it before it fires.
 
-    It fires at ``when`` (its nominal time) in the canonical run; a strategy may
-    let it wait until ``latest`` (the end of its window).
+    It fires at ``when`` (its nominal time, in seconds) in the canonical run; a
+    strategy may let it wait until ``latest`` (the end of its window). The world
+    keeps both in whole nanoseconds (``when_ns``, ``latest_ns``).
     """
 
-    __slots__ = ("actor", "cancelled", "fired", "fn", "key", "label", "latest", "option", "rv", "scope", "seq", "when")
+    __slots__ = ("actor", "cancelled", "fired", "fn", "key", "label", "latest_ns", "option", "rv", "scope", "seq",
+                 "when_ns")
 
     def __init__(
         self,
-        when: float,
+        when_ns: int,
         seq: int,
         fn: Callable[[], object],
         label: str,
         actor: str,
         key: str | None,
         rv: int | None = None,
-        latest: float | None = None,
+        latest_ns: int | None = None,
     ) -> None:
-        self.when = when
-        self.latest = when if latest is None or latest < when else latest
+        self.when_ns = when_ns
+        self.latest_ns = when_ns if latest_ns is None or latest_ns < when_ns else latest_ns
         self.seq = seq
         self.fn = fn
         self.label = label
@@ -143,7 +147,7 @@ class TimerHandle:
         self.rv = rv
         self.cancelled = False
         self.fired = False
-        self.option = Option(actor, label, key, when, self.latest)
+        self.option = Option(actor, label, key, to_seconds(when_ns), to_seconds(self.latest_ns))
         #: the real clock's sleeping task (None under virtual time, where the scheduler holds the timer)
         self.scope: trio.CancelScope | None = None
 
@@ -152,8 +156,18 @@ class TimerHandle:
         if self.scope is not None:
             self.scope.cancel()
 
+    @property
+    def when(self) -> float:
+        """Its nominal time, in virtual seconds."""
+        return to_seconds(self.when_ns)
+
+    @property
+    def latest(self) -> float:
+        """The end of its window, in virtual seconds."""
+        return to_seconds(self.latest_ns)
+
     def __lt__(self, other: TimerHandle) -> bool:
-        return (self.when, self.seq) < (other.when, other.seq)
+        return (self.when_ns, self.seq) < (other.when_ns, other.seq)
 
 
 class World:
@@ -191,6 +205,8 @@ class World:
         self.params: dict[str, Any] = dict(params or {})
         self.limits = limits
         self._horizon = math.inf
+        self._horizon_ns = NEVER
+        self._max_ns = to_ns(limits.max_time)
         if chooser is None:
             chooser = _Canonical()
         self._chooser = chooser
@@ -203,11 +219,12 @@ class World:
         self._fault_points: dict[str, int] = {}
         #: fault kinds this run may inject; None = each component's own default (a real-clock run: none)
         self.fault_kinds: frozenset[str] | None = None if clock is None else frozenset()
-        self._wait_target = math.inf
+        self._wait_target = NEVER
         self._current_timer: TimerHandle | None = None
         #: the widest window any action of this run had (verdicts state the explored space)
         self.max_window = 0.0
-        self._now = 0.0
+        #: the clock: whole nanoseconds since the run started (``now`` shows it in seconds)
+        self._now_ns = 0
         self._seq = 0
         self._actors: list[_Actor] = []
         self._by_name: dict[str, _Actor] = {}
@@ -217,7 +234,7 @@ class World:
         # builds Records only when someone reads them (hot path: random and PCT read only counts)
         self._records: list[tuple[Any, ...]] = []
         self._step = 0
-        self._instant = (0.0, 0)  # (virtual time, the first step taken at it): livelock detection
+        self._instant = (0, 0)  # (virtual time, the first step taken at it): livelock detection
         self._violation: Violation | None = None
         self._interrupted = False
         self._reraise: BaseException | None = None
@@ -281,6 +298,7 @@ class World:
     @horizon.setter
     def horizon(self, value: float) -> None:
         self._horizon = value
+        self._horizon_ns = to_ns(value)
         if self._real is not None:
             self._real.horizon_moved()
 
@@ -357,7 +375,7 @@ class World:
         if notes is None:
             return
         refs = tuple(keys) if key is None else (key, *keys)
-        notes.append(Note(self._step, self._now, self._who(), kind, text, refs, tuple(fields.items())))
+        notes.append(Note(self._step, self.now, self._who(), kind, text, refs, tuple(fields.items())))
 
     def observed(self, *refs: str, write: bool = False) -> None:
         """The current step (or the oracle being checked) read, or wrote, these objects ("Kind ns/name").
@@ -391,7 +409,7 @@ class World:
     @property
     def now(self) -> float:
         """Virtual seconds since the run started (with the real clock: real seconds elapsed / ``time_scale``)."""
-        return self._now if self._real is None else self._real.now()
+        return self._now_ns / TICKS_PER_SECOND if self._real is None else self._real.now()
 
     # ---------------------------------------------------------------- actors
     def spawn(self, name: str, fn: Callable[..., Awaitable[object]], *args: Any, daemon: bool = False) -> str:
@@ -411,7 +429,7 @@ class World:
         self._by_name[name] = actor
         if self._real is None:
             actor.abort_fn = lambda _rc: self._abort(actor)
-            self._register(actor, f"start {name}", None, None, None, self._now)
+            self._register(actor, f"start {name}", None, None, None, self._now_ns)
         self._nursery.start_soon(self._run_actor, actor, fn, args, name=name)
         return name
 
@@ -479,7 +497,7 @@ class World:
         key: str | None,
         rv: int | None,
         guard: Callable[[], bool] | None,
-        ready_at: float,
+        ready_ns: int,
         idle: bool = False,
         window: float = 0.0,
         keep_order: bool = False,
@@ -494,12 +512,13 @@ class World:
         actor.key = key
         actor.rv = rv
         actor.guard = guard
-        actor.ready_at = ready_at
-        actor.since = self._now if ready_at <= self._now else ready_at
+        actor.ready_ns = ready_ns
+        since = actor.since_ns = self._now_ns if ready_ns <= self._now_ns else ready_ns
+        latest = actor.latest_ns = later(since, window)
         actor.seq = self._seq
         actor.waiting = True
         actor.idle = idle
-        opt = actor.option = Option(actor.name, label, key, actor.since, later(actor.since, window))
+        opt = actor.option = Option(actor.name, label, key, since / TICKS_PER_SECOND, to_seconds(latest))
         if window > self.max_window:
             self.max_window = window
         if self._wants_idents:
@@ -510,10 +529,11 @@ class World:
         actor.key = key
         actor.rv = rv
         actor.guard = None
-        actor.ready_at = self._now
+        now = actor.ready_ns = self._now_ns
+        latest = actor.latest_ns = later(now, window)
         actor.waiting = True
         actor.idle = False
-        opt = actor.option = Option(actor.name, label, key, self._now, later(self._now, window))
+        opt = actor.option = Option(actor.name, label, key, now / TICKS_PER_SECOND, to_seconds(latest))
         if window > self.max_window:
             self.max_window = window
         if self._wants_idents:
@@ -531,13 +551,13 @@ class World:
         key: str | None = None,
         rv: int | None = None,
         guard: Callable[[], bool] | None = None,
-        ready_at: float | None = None,
+        ready_ns: int | None = None,
         idle: bool = False,
         window: float = 0.0,
         keep_order: bool = False,
     ) -> None:
         if self._real is not None:
-            await self._real.wait(label, key, rv, guard, ready_at, idle)
+            await self._real.wait(label, key, rv, guard, ready_ns, idle)
             return
         actor = self._current
         if actor is None or self._nursery is None or actor.task is not tl.current_task():
@@ -547,7 +567,8 @@ class World:
                 f"'{label}' was awaited outside a harness actor. Await harness primitives only from "
                 "code spawned with world.spawn() or from the scenario function itself."
             )
-        self._register(actor, label, key, rv, guard, self._now if ready_at is None else ready_at, idle, window, keep_order)
+        self._register(actor, label, key, rv, guard, self._now_ns if ready_ns is None else ready_ns, idle, window,
+                       keep_order)
         self._handoff(actor)
         if actor.go:  # chosen again at once: its turn, without a Trio switch
             actor.go = False
@@ -566,7 +587,7 @@ class World:
                 # A cancel scope around this wait fired: deliver it at a checkpoint.
                 await tl.checkpoint()
                 # Not cancelled after all (scope left); wait again for our turn.
-                self._register(actor, actor.label, actor.key, actor.rv, actor.guard, self._now, actor.idle)
+                self._register(actor, actor.label, actor.key, actor.rv, actor.guard, self._now_ns, actor.idle)
                 self._handoff(actor)
                 continue
             return
@@ -610,23 +631,23 @@ class World:
             self._controller_parked = False
             tl.reschedule(self._controller)
 
-    def _enabled(self) -> list[tuple[float, int, object]]:
-        now = self._now
-        out: list[tuple[float, int, object]] = []
+    def _enabled(self) -> list[tuple[int, int, object]]:
+        now = self._now_ns
+        out: list[tuple[int, int, object]] = []
         for a in self._actors:
             if not a.waiting:
                 continue
-            if a.cancel_pending or (a.ready_at <= now and (a.guard is None or a.guard())):
-                out.append((a.since, a.seq, a))
+            if a.cancel_pending or (a.ready_ns <= now and (a.guard is None or a.guard())):
+                out.append((a.since_ns, a.seq, a))
         timers = self._timers
-        while timers and (timers[0].cancelled or timers[0].when <= now):
+        while timers and (timers[0].cancelled or timers[0].when_ns <= now):
             t = heapq.heappop(timers)
             if not t.cancelled:
                 self._due.append(t)
         if self._due:
             self._due = [t for t in self._due if not t.cancelled]
             for t in self._due:
-                out.append((t.when, t.seq, t))
+                out.append((t.when_ns, t.seq, t))
         if len(out) > 1:
             out.sort()  # (since, seq) is unique: the target is never compared
         return out
@@ -649,10 +670,11 @@ class World:
             if not enabled:
                 return None
             n = len(enabled)
-            now = self._now
+            now_ns = self._now_ns
+            now = now_ns / TICKS_PER_SECOND
             can_wait = True
             for e in enabled:
-                if e[2].option.latest <= now:  # type: ignore[attr-defined]
+                if e[2].latest_ns <= now_ns:  # type: ignore[attr-defined]
                     can_wait = False
                     break
             if n == 1 and not can_wait and not self._wants_idents:
@@ -664,7 +686,7 @@ class World:
                     self._choices.append(idx)
                 if idx == n and can_wait:
                     self._step += 1
-                    self._wait_target = getattr(chooser, "wait_until", math.inf)
+                    self._wait_target = ceil_ns(getattr(chooser, "wait_until", math.inf))
                     held = tuple(e[2].option for e in enabled[:3])  # type: ignore[attr-defined]
                     self._records.append(
                         (self._step, now, "scheduler", (held, n > 3), None, None, idx, n + 1, "wait", held[0])
@@ -674,8 +696,8 @@ class World:
                     idx %= n
             target = enabled[idx][2]
             self._step += 1
-            if now != self._instant[0]:
-                self._instant = (now, self._step)
+            if now_ns != self._instant[0]:
+                self._instant = (now_ns, self._step)
             elif self._step - self._instant[1] >= self.limits.max_steps_per_instant:
                 self._fail(
                     "livelock",
@@ -691,7 +713,7 @@ class World:
                 self._fail(
                     "runaway",
                     "step limit",
-                    f"the run took more than {self.limits.max_steps:,} steps without settling (t={self._now:.3f}); "
+                    f"the run took more than {self.limits.max_steps:,} steps without settling (t={now:.3f}); "
                     f"looping: {self._looping()}. If the scenario is periodic, set world.horizon (the virtual time "
                     "at which a run ends and its at_end checks run); otherwise fix the loop, or raise "
                     "Limits(max_steps=...).",
@@ -767,8 +789,9 @@ class World:
         pods; expectations add=2"); the last one it returned is the
         violation's explanation when the deadline passes.
         """
-        now = self.now
-        ev = [name, fn, now + within, now, None, None]
+        now_ns = self._clock_ns()
+        deadline_ns = later(now_ns, within)
+        ev = [name, fn, to_seconds(deadline_ns), now_ns / TICKS_PER_SECOND, None, None, deadline_ns]
         self._eventually.append(ev)
         if self._real is not None:
             self._real.eventually_deadline(ev, within)
@@ -856,8 +879,8 @@ class World:
 
         ``window`` > 0 lets a strategy fire it up to ``window`` seconds late (jitter).
         """
-        when = later(self.now, delay)
-        return self.call_at(when, fn, label=label, actor=actor, key=key, rv=rv, latest=later(when, window))
+        when = later(self._clock_ns(), delay)
+        return self._call_at(when, later(when, window), fn, label, actor, key, rv)
 
     def call_at(
         self,
@@ -876,14 +899,26 @@ class World:
         time up to ``latest`` (its window), which is how informer lag and timer
         jitter become part of the explored space.
         """
+        return self._call_at(max(to_ns(when), self._clock_ns()), None if latest is None else to_ns(latest), fn, label,
+                             actor, key, rv)
+
+    def _clock_ns(self) -> int:
+        """The clock in nanoseconds (the real clock's reading, under the real clock)."""
+        if self._real is not None:
+            self._real.now()  # reads the real clock into _now_ns
+        return self._now_ns
+
+    def _call_at(
+        self, when_ns: int, latest_ns: int | None, fn: Callable[[], object], label: str, actor: str, key: str | None,
+        rv: int | None,
+    ) -> TimerHandle:
         self._seq += 1
-        handle = TimerHandle(max(on_grid(when), self.now), self._seq, fn, label, actor, key, rv,
-                             None if latest is None else on_grid(latest))
+        handle = TimerHandle(when_ns, self._seq, fn, label, actor, key, rv, latest_ns)
         if self._real is not None:
             self._real.start_timer(handle)
             return handle
-        if handle.latest - handle.when > self.max_window:
-            self.max_window = handle.latest - handle.when
+        if handle.latest_ns - handle.when_ns > self.max_window * TICKS_PER_SECOND:
+            self.max_window = to_seconds(handle.latest_ns - handle.when_ns)
         if self._wants_idents:
             handle.option.ident = self._ident(actor, label, key)
         heapq.heappush(self._timers, handle)
@@ -907,7 +942,7 @@ class World:
     async def sleep(self, seconds: float, label: str | None = None, *, window: float = 0.0) -> None:
         """Sleep in virtual time (a yield point that becomes enabled after ``seconds``, or up to ``window`` later)."""
         await self._yield(
-            label or f"wake after sleep {seconds:g}s", None, None, None, later(self.now, seconds), window=window
+            label or f"wake after sleep {seconds:g}s", None, None, None, later(self._clock_ns(), seconds), window=window
         )
 
     def _me(self) -> _Actor | None:
@@ -922,7 +957,8 @@ class World:
 
     def _point(self, label: str, key: str | None) -> Option:
         who = self._who()
-        opt = Option(who, label, key, self._now, self._now)
+        now = self._now_ns / TICKS_PER_SECOND
+        opt = Option(who, label, key, now, now)
         if self._wants_idents:
             opt.ident = self._ident(who, label, key)
         return opt
@@ -938,7 +974,7 @@ class World:
             idx %= n
         self._choices.append(idx)
         self._step += 1
-        self._records.append((self._step, self._now, self._who(), label, None, None, idx, n, "choose", None))
+        self._records.append((self._step, self.now, self._who(), label, None, None, idx, n, "choose", None))
         return idx
 
     def fault_enabled(self, kind: str, default: bool = False) -> bool:
@@ -974,7 +1010,7 @@ class World:
         self._choices.append(1 if fired else 0)
         if fired:
             self._step += 1
-            self._records.append((self._step, self._now, point.actor, label, key, None, 1, 2, "fault", None))
+            self._records.append((self._step, self.now, point.actor, label, key, None, 1, 2, "fault", None))
         return fired
 
     def move_on_after(self, seconds: float) -> trio.CancelScope:
@@ -1030,53 +1066,58 @@ class World:
             chosen = self._dispatch()
 
     async def _advance(self) -> bool:
-        """Nothing is enabled: move virtual time, or end the run. False = run over."""
-        t_next = math.inf
+        """Nothing is enabled: move virtual time, or end the run. False = run over.
+
+        Every instant here is a whole nanosecond (an int), so two instants are
+        equal or at least a nanosecond apart, and a jump always moves the clock.
+        """
+        now = self._now_ns
+        t_next = NEVER
         timers = self._timers
         while timers and timers[0].cancelled:
             heapq.heappop(timers)
         if timers:
-            t_next = timers[0].when
+            t_next = timers[0].when_ns
         waiting_actors = [a for a in self._actors if a.waiting]
         for a in waiting_actors:
-            if a.ready_at > self._now and a.ready_at < t_next:
-                t_next = a.ready_at
-            elif self._now < a.option.latest < t_next:
-                t_next = a.option.latest  # the end of a postponed action's window
+            if now < a.ready_ns < t_next:
+                t_next = a.ready_ns
+            elif now < a.latest_ns < t_next:
+                t_next = a.latest_ns  # the end of a postponed action's window
         for ev in self._eventually:
-            if ev[2] < t_next:
-                t_next = ev[2]
+            if ev[6] < t_next:
+                t_next = ev[6]
         # A strategy chose to let time pass: stop at the next window end, or earlier if it asked.
         if self._wait_target < t_next:
             t_next = self._wait_target
-        self._wait_target = math.inf
+        self._wait_target = NEVER
         for t in self._due:
-            if not t.cancelled and self._now < t.latest < t_next:
-                t_next = t.latest
-        target = min(t_next, self._horizon, self.limits.max_time)
-        if target < math.inf:  # onto the nanosecond grid, never before what it waits for
-            target = max(self._now, math.ceil(target * TICKS_PER_SECOND) / TICKS_PER_SECOND)
-        before = self._now
-        if target >= self._now and self._direct_time and target < math.inf \
-                and tl.current_statistics().seconds_to_next_deadline > target - self._now:
+            if not t.cancelled and now < t.latest_ns < t_next:
+                t_next = t.latest_ns
+        target = max(now, min(t_next, self._horizon_ns, self._max_ns))
+        before = now
+        if self._direct_time and target < NEVER \
+                and tl.current_statistics().seconds_to_next_deadline > (target - now) / TICKS_PER_SECOND:
             # No Trio deadline (an actor's move_on_after/fail_after) lies at or before the target, so
             # nothing in Trio can fire on the way: set the clock. The comparison is in seconds from now
             # because that is what Trio reports; rounding can only make it refuse a jump it could have
             # made (then the exact path below runs), never accept one past a deadline.
-            self._now = target
-        elif target >= self._now:
+            self._now_ns = target
+        else:
             # A deadline may expire on the way: let Trio move time, so the clock stops at that deadline
             # and the actor's cancel scope fires at its own instant (see VirtualClock).
             self._advancing = True
             try:
                 with trio.CancelScope() as scope:
                     self._advance_scope = scope
-                    await trio.sleep_until(max(target, self._now))
+                    await trio.sleep_until(to_seconds(target))
             finally:
                 self._advancing = False
                 self._advance_scope = None
-        if self._now > before and self._invariants and self._violation is None and target < math.inf \
-                and (t_next != math.inf or target == self._horizon):  # a real jump, not the probe for settling
+            if target < NEVER and self._now_ns > target:
+                self._now_ns = target  # the deadline's float came back a nanosecond late
+        if self._now_ns > before and self._invariants and self._violation is None and target < NEVER \
+                and (t_next != NEVER or target == self._horizon_ns):  # a real jump, not the probe for settling
             self._check_invariants_over_jump(before)
             if self._violation is not None:
                 return False
@@ -1084,8 +1125,8 @@ class World:
             return True  # a Trio deadline inside an actor expired on the way
         # eventually deadlines that passed
         for ev in self._eventually:
-            if ev[2] <= self._now:
-                self._now = ev[2]
+            if ev[6] <= self._now_ns:
+                self._now_ns = ev[6]
                 self._last_oracle_reads = self._eventually_reads.get(ev[0], ())
                 self._fail(
                     "oracle",
@@ -1095,21 +1136,21 @@ class World:
                     None,
                 )
                 return False
-        if t_next != math.inf and self._now < self._horizon and self._now < self.limits.max_time:
+        if t_next != NEVER and self._now_ns < self._horizon_ns and self._now_ns < self._max_ns:
             return True
-        if self._now >= self._horizon:
-            self._now = self._horizon
+        if self._now_ns >= self._horizon_ns:
+            self._now_ns = self._horizon_ns
             self._end_checks("reached its horizon")
             return False
-        if t_next == math.inf:
-            self._now = before
+        if t_next == NEVER:
+            self._now_ns = before
             blocked = [a for a in waiting_actors if not a.done and not (a.daemon and a.idle)]
             if blocked:
                 a = blocked[0]
                 self._fail(
                     "deadlock",
                     "deadlock",
-                    f"actor '{a.name}' waits for '{a.label}' at t={self._now:g}, and no enabled action or timer "
+                    f"actor '{a.name}' waits for '{a.label}' at t={self.now:g}, and no enabled action or timer "
                     "can wake it. Make sure every wait has a producer, or spawn long-lived loops with daemon=True "
                     "and wait for work with Queue.get().",
                     a,
@@ -1126,7 +1167,7 @@ class World:
         )
         return False
 
-    def _check_invariants_over_jump(self, before: float) -> None:
+    def _check_invariants_over_jump(self, before: int) -> None:
         """Nothing ran while time moved from ``before``: find the first instant an invariant broke.
 
         Only time changed, so an invariant broken now and holding at ``before``
@@ -1134,20 +1175,20 @@ class World:
         instant it became false. Rejected: checking at fixed ticks, which adds
         steps to every run and still misses the instant.
         """
-        target = self._now
+        target = self._now_ns
         if first_broken_invariant(self._invariants) is None:
             return
         lo, hi = before, target
-        while hi - lo > 1e-6:
-            self._now = mid = (lo + hi) / 2
+        while hi - lo > 1_000:
+            self._now_ns = mid = (lo + hi) // 2
             if first_broken_invariant(self._invariants) is None:
                 lo = mid
             else:
                 hi = mid
-        self._now = hi
+        self._now_ns = hi
         broken = first_broken_invariant(self._invariants)
         if broken is None:  # not monotone in time: report where it was seen broken
-            self._now = target
+            self._now_ns = target
             broken = first_broken_invariant(self._invariants)
         if broken is not None:
             self._fail("oracle", broken[0], broken[1], None)
@@ -1160,7 +1201,7 @@ class World:
                 self._fail(
                     "oracle",
                     ev[0],
-                    f"'{ev[0]}' never happened: the run settled at t={self._now:g} "
+                    f"'{ev[0]}' never happened: the run settled at t={self.now:g} "
                     f"(it was expected by t={ev[2]:g}){_because(ev)}",
                     None,
                 )
@@ -1188,7 +1229,7 @@ class World:
                 "blocked outside the harness",
                 f"actor '{who}' is blocked on something the harness does not control (a raw trio.sleep, "
                 "trio.Event, memory channel or real I/O) at t={:g}. Use world.sleep, world.Event(), "
-                "world.Queue(), world.Lock() or world.step so the harness can schedule it.".format(self._now),
+                "world.Queue(), world.Lock() or world.step so the harness can schedule it.".format(self.now),
                 self._current,
             )
             self._wake_controller()
@@ -1208,7 +1249,7 @@ class World:
         return RunOutcome(
             trace,
             self._violation,
-            self._now,
+            self.now,
             dict(self.peaks),
             self._interrupted,
             self._choices,

@@ -88,7 +88,7 @@ def test_trace_records_default_params(lost: Counterexample, tmp_path: Path) -> N
     assert lost.params == {} and lost.defaults == {"fixed": False}
     raw = json.loads(lost.save(tmp_path / "t.json").read_text())
     assert raw["params"] == {} and raw["defaults"] == {"fixed": False}
-    assert raw["version"] == READABLE_VERSIONS[-1] == 4 and "defaults" in SIGNED_FIELDS
+    assert raw["version"] == READABLE_VERSIONS[-1] == 5 and "defaults" in SIGNED_FIELDS
     assert Counterexample.load(tmp_path / "t.json").defaults == {"fixed": False}
     # passed explicitly, a parameter is no default
     cx = h.explore(toys.lost_update, strategy="random", budget=500, seed=3, fixed=False).counterexample
@@ -107,10 +107,10 @@ def test_an_older_trace_still_loads_and_a_newer_one_is_refused(lost: Counterexam
     old = Counterexample.load(path)
     assert old.defaults is None
     assert old.replay().violation is not None
-    raw["version"] = 5
+    raw["version"] = 6
     raw["checksum"] = checksum(raw)
     path.write_text(json.dumps(raw))
-    with pytest.raises(h.TraceFileError, match="has trace format version 5; this harness reads version 4"):
+    with pytest.raises(h.TraceFileError, match="has trace format version 6; this harness reads version 5"):
         Counterexample.load(path)
 
 

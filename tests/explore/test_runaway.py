@@ -30,7 +30,26 @@ def test_float_requeue_cannot_livelock() -> None:
         world.call_later(0.0, lambda: fired.append(world.now), label="now")
 
     run_once(timers, PlanChooser())
-    assert fired == [START, START + 1e-9, round((START + 0.3) * 1e9) / 1e9]
+    assert fired == [START, START + 1e-9, (round(START * 1e9) + 300_000_000) / 1e9]
+
+
+def test_the_clock_counts_whole_nanoseconds() -> None:
+    """Virtual time is an integer of nanoseconds, as Go's Duration; the API takes and shows seconds.
+
+    A float clock on the nanosecond grid jumped to ``ceil(t * 1e9)``, and ``4.155 * 1e9`` is
+    4155000000.0000005 in floats: the jump landed at 4.155000001. An integer clock lands on the instant.
+    """
+    seen: list[tuple[float, int]] = []
+
+    async def scenario(world: World) -> None:
+        await world.sleep(4.155)
+        seen.append((world.now, world._now_ns))
+        world.call_later(0.1 + 0.2, lambda: seen.append((world.now, world._now_ns)), label="float sum")
+
+    out = run_once(scenario, PlanChooser())
+    assert seen == [(4.155, 4_155_000_000), (4.455, 4_455_000_000)]
+    assert all(type(ns) is int for _, ns in seen)
+    assert [r.time for r in out.trace][-1] == 4.455 and out.end_time == 4.455
 
 
 def test_livelock_is_a_finding_not_a_proof_cost() -> None:

@@ -1,6 +1,7 @@
 """Traces: lazy records read the same as eager ones, and digests stay byte for byte what they were.
 
-``trace_digests.json`` holds digests recorded when time moved onto a nanosecond grid (format 4): toys and races
+``trace_digests.json`` holds digests recorded when the clock became an integer count of nanoseconds (format 5;
+15 of 75 moved from format 4, each by jumps that the float clock had landed one nanosecond late): toys and races
 under random and PCT choosers, with late deliveries ("let time pass" records), faults and
 deviations ("instead of ..." words). Digests are stored in trace files and compared across
 processes, so a change that moves one of them breaks every saved trace: regenerate the file only
