@@ -74,11 +74,13 @@ async def crowded(world: World, helpers: int = 9) -> None:
 
 
 async def long_run(world: World, steps: int = 10_050) -> None:
-    """A single actor takes ``steps`` steps, then an end oracle fails."""
+    """A single actor takes ``steps`` steps, a microsecond apart, then an end oracle fails.
+
+    Time moves at every step: 20,000 steps at one instant would be a livelock, another verdict."""
 
     async def walker() -> None:
         for i in range(steps):
-            await world.step(f"step {i}")
+            await world.sleep(1e-6, f"step {i}")
 
     world.spawn("walker", walker)
     world.at_end(lambda: "the walk ended", "never ends")
