@@ -518,7 +518,8 @@ class World:
         actor.seq = self._seq
         actor.waiting = True
         actor.idle = idle
-        opt = actor.option = Option(actor.name, label, key, since / TICKS_PER_SECOND, to_seconds(latest))
+        opt = actor.option = Option(actor.name, label, key, since / TICKS_PER_SECOND,
+                                    latest / TICKS_PER_SECOND if latest < NEVER else math.inf)
         if window > self.max_window:
             self.max_window = window
         if self._wants_idents:
@@ -533,7 +534,8 @@ class World:
         latest = actor.latest_ns = later(now, window)
         actor.waiting = True
         actor.idle = False
-        opt = actor.option = Option(actor.name, label, key, now / TICKS_PER_SECOND, to_seconds(latest))
+        opt = actor.option = Option(actor.name, label, key, now / TICKS_PER_SECOND,
+                                    latest / TICKS_PER_SECOND if latest < NEVER else math.inf)
         if window > self.max_window:
             self.max_window = window
         if self._wants_idents:
