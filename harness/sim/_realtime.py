@@ -54,7 +54,7 @@ from .._errors import NotInSimulation, UsageError
 from ._oracles import holds
 from ._outcome import Limits, RunOutcome, Violation
 from ._time import TICKS_PER_SECOND, to_ns
-from ._world import MAIN_ACTOR, TimerHandle, World, _Actor, _call_with_params
+from ._world import MAIN_ACTOR, TimerHandle, World, _Actor, _call_with_params, _Eventually, _unwrap
 
 
 @dataclass(frozen=True)
@@ -223,46 +223,34 @@ class RealTime:
                 await trio.sleep_until(deadline)
                 if handle.cancelled or w._violation is not None or w._stopping:
                     return
-                handle.fired = True
-                handle.cancelled = True
                 self.record(handle.actor, handle.label, handle.key, handle.rv, "timer")
                 if w._stopping:
                     return
-                w._current_timer = handle
-                try:
-                    w._current_timer_fire(handle)
-                finally:
-                    w._current_timer = None
+                w._fire(handle)
                 w._check_oracles()
         finally:
             self._timed -= 1
             self._tick.unpark_all()
 
-    def eventually_deadline(self, ev: list[Any], within: float) -> None:
+    def eventually_deadline(self, ev: _Eventually, within: float) -> None:
         w = self.world
         if w._nursery is None:
             return
-        ev[5] = trio.CancelScope()
+        ev.scope = trio.CancelScope()
         self._timed += 1
         w._nursery.start_soon(self._eventually_deadline, ev, self.real(within, jitter=False))
 
-    async def _eventually_deadline(self, ev: list[Any], real: float) -> None:
+    async def _eventually_deadline(self, ev: _Eventually, real: float) -> None:
         w = self.world
         try:
-            with ev[5]:
+            assert ev.scope is not None
+            with ev.scope:
                 await trio.sleep(real)
-            if ev[5].cancelled_caught or w._stopping or not any(e is ev for e in w._eventually):
+            if ev.scope.cancelled_caught or w._stopping or not any(e is ev for e in w._eventually):
                 return
-            why = holds(ev[0], ev[1])
-            if why is not None:
-                w._fail(
-                    "oracle",
-                    ev[0],
-                    f"'{ev[0]}' did not happen within {ev[2] - ev[3]:g} virtual seconds "
-                    f"(expected by t={ev[2]:g}, registered at t={ev[3]:g}; real clock, time scale "
-                    f"{self.clock.time_scale:g})",
-                    None,
-                )
+            if holds(ev.name, ev.fn) is not None:
+                w._fail("oracle", ev.name, ev.missed(f"; real clock, time scale {self.clock.time_scale:g}",
+                                                     because=False), None)
         finally:
             self._timed -= 1
             self._tick.unpark_all()
@@ -375,10 +363,7 @@ def run_live(
     try:
         trio.run(world._main, scenario, strict_exception_groups=True)
     except BaseExceptionGroup as group:
-        exc: BaseException = group
-        while isinstance(exc, BaseExceptionGroup):
-            exc = exc.exceptions[0]
-        raise exc from None
+        raise _unwrap(group) from None
     return world.outcome()
 
 

@@ -170,6 +170,37 @@ class TimerHandle:
         return (self.when_ns, self.seq) < (other.when_ns, other.seq)
 
 
+class _Eventually:
+    """An ``eventually`` oracle not yet met: ``fn`` must hold by ``deadline_ns``."""
+
+    __slots__ = ("deadline_ns", "fn", "name", "scope", "since_ns", "why")
+
+    def __init__(self, name: str, fn: Callable[[], object], since_ns: int, deadline_ns: int) -> None:
+        self.name = name
+        self.fn = fn
+        self.since_ns = since_ns
+        self.deadline_ns = deadline_ns
+        #: the last explanation ``fn`` gave for not holding (the violation's "because")
+        self.why: str | None = None
+        #: the real clock's watchdog (None under virtual time, where the scheduler watches the deadline)
+        self.scope: trio.CancelScope | None = None
+
+    @property
+    def deadline(self) -> float:
+        return to_seconds(self.deadline_ns)
+
+    def because(self) -> str:
+        """': <the last explanation>' when ``fn`` returned one, else ''."""
+        why = self.why
+        return f": {why}" if why and why != f"'{self.name}' does not hold" else ""
+
+    def missed(self, extra: str = "", *, because: bool = True) -> str:
+        """The violation's message when the deadline passed with ``fn`` still not holding."""
+        since = self.since_ns / TICKS_PER_SECOND
+        return (f"'{self.name}' did not happen within {self.deadline - since:g} virtual seconds "
+                f"(expected by t={self.deadline:g}, registered at t={since:g}{extra}){self.because() if because else ''}")
+
+
 class World:
     """One run of a scenario: actors, time, oracles and the trace.
 
@@ -247,7 +278,7 @@ class World:
         self._ended = False
         self._nursery: trio.Nursery | None = None
         self._invariants: list[tuple[str, Callable[[], object]]] = []
-        self._eventually: list[list[Any]] = []  # [name, fn, deadline, registered_at, last explanation]
+        self._eventually: list[_Eventually] = []
         self._bounds: list[tuple[str, Callable[[], float], float]] = []
         self._at_end: list[tuple[str, Callable[[], object]]] = []
         self.peaks: dict[str, float] = {}
@@ -728,15 +759,7 @@ class World:
                 self._records.append(
                     (self._step, now, target.actor, target.label, target.key, target.rv, idx, size, "timer", instead)
                 )
-                target.fired = True
-                target.cancelled = True
-                previous, self._current = self._current, None
-                self._current_timer = target
-                try:
-                    self._current_timer_fire(target)
-                finally:
-                    self._current = previous
-                    self._current_timer = None
+                self._fire(target)
                 continue
             actor: _Actor = target  # type: ignore[assignment]
             label = f"deadline expired during '{actor.label}'" if actor.cancel_pending else actor.label
@@ -755,7 +778,19 @@ class World:
         return "; ".join(f"{actor} ({max(per.items(), key=lambda kv: (kv[1], kv[0]))[0]!r}, "
                          f"{sum(per.values())} of the last 200 steps)" for actor, per in ranked) or "nothing"
 
-    def _current_timer_fire(self, timer: TimerHandle) -> None:
+    def _fire(self, timer: TimerHandle) -> None:
+        """Run a due timer's callback (synchronously, as no actor: ``_who()`` is the timer's actor)."""
+        timer.fired = True
+        timer.cancelled = True
+        previous, self._current = self._current, None
+        self._current_timer = timer
+        try:
+            self._run_callback(timer)
+        finally:
+            self._current = previous
+            self._current_timer = None
+
+    def _run_callback(self, timer: TimerHandle) -> None:
         try:
             timer.fn()
         except AssertionError as exc:
@@ -793,7 +828,7 @@ class World:
         """
         now_ns = self._clock_ns()
         deadline_ns = later(now_ns, within)
-        ev = [name, fn, to_seconds(deadline_ns), now_ns / TICKS_PER_SECOND, None, None, deadline_ns]
+        ev = _Eventually(name, fn, now_ns, deadline_ns)
         self._eventually.append(ev)
         if self._real is not None:
             self._real.eventually_deadline(ev, within)
@@ -844,14 +879,14 @@ class World:
             for ev in self._eventually:
                 if reads is not None:
                     reads.clear()
-                why = holds(ev[0], ev[1])
+                why = holds(ev.name, ev.fn)
                 if why is not None:
-                    ev[4] = why
+                    ev.why = why
                     keep.append(ev)
                     if reads is not None:  # what it read when it last did not hold: the story starts there
-                        self._eventually_reads[ev[0]] = tuple(reads)
-                elif ev[5] is not None:
-                    ev[5].cancel()  # the real clock's watchdog: discharged, it no longer keeps the run alive
+                        self._eventually_reads[ev.name] = tuple(reads)
+                elif ev.scope is not None:
+                    ev.scope.cancel()  # the real clock's watchdog: discharged, it no longer keeps the run alive
             self._eventually = keep
             if reads is not None:
                 reads.clear()
@@ -1087,8 +1122,8 @@ class World:
             elif now < a.latest_ns < t_next:
                 t_next = a.latest_ns  # the end of a postponed action's window
         for ev in self._eventually:
-            if ev[6] < t_next:
-                t_next = ev[6]
+            if ev.deadline_ns < t_next:
+                t_next = ev.deadline_ns
         # A strategy chose to let time pass: stop at the next window end, or earlier if it asked.
         if self._wait_target < t_next:
             t_next = self._wait_target
@@ -1116,8 +1151,6 @@ class World:
             finally:
                 self._advancing = False
                 self._advance_scope = None
-            if target < NEVER and self._now_ns > target:
-                self._now_ns = target  # the deadline's float came back a nanosecond late
         if self._now_ns > before and self._invariants and self._violation is None and target < NEVER \
                 and (t_next != NEVER or target == self._horizon_ns):  # a real jump, not the probe for settling
             self._check_invariants_over_jump(before)
@@ -1127,16 +1160,10 @@ class World:
             return True  # a Trio deadline inside an actor expired on the way
         # eventually deadlines that passed
         for ev in self._eventually:
-            if ev[6] <= self._now_ns:
-                self._now_ns = ev[6]
-                self._last_oracle_reads = self._eventually_reads.get(ev[0], ())
-                self._fail(
-                    "oracle",
-                    ev[0],
-                    f"'{ev[0]}' did not happen within {ev[2] - ev[3]:g} virtual seconds "
-                    f"(expected by t={ev[2]:g}, registered at t={ev[3]:g}){_because(ev)}",
-                    None,
-                )
+            if ev.deadline_ns <= self._now_ns:
+                self._now_ns = ev.deadline_ns
+                self._last_oracle_reads = self._eventually_reads.get(ev.name, ())
+                self._fail("oracle", ev.name, ev.missed(), None)
                 return False
         if t_next != NEVER and self._now_ns < self._horizon_ns and self._now_ns < self._max_ns:
             return True
@@ -1198,13 +1225,13 @@ class World:
     def _end_checks(self, how: str) -> None:
         self._ended = True
         for ev in self._eventually:
-            if how == "settled" and (self._real is None or holds(ev[0], ev[1]) is not None):
-                self._last_oracle_reads = self._eventually_reads.get(ev[0], ())
+            if how == "settled" and (self._real is None or holds(ev.name, ev.fn) is not None):
+                self._last_oracle_reads = self._eventually_reads.get(ev.name, ())
                 self._fail(
                     "oracle",
-                    ev[0],
-                    f"'{ev[0]}' never happened: the run settled at t={self.now:g} "
-                    f"(it was expected by t={ev[2]:g}){_because(ev)}",
+                    ev.name,
+                    f"'{ev.name}' never happened: the run settled at t={self.now:g} "
+                    f"(it was expected by t={ev.deadline:g}){ev.because()}",
                     None,
                 )
                 return
@@ -1262,12 +1289,6 @@ class World:
 
 async def _call_with_params(scenario: Callable[..., Awaitable[object]], world: World) -> None:
     await scenario(world, **world.params)
-
-
-def _because(ev: list[Any]) -> str:
-    """': <the last explanation>' of an ``eventually`` check that returned one, else ''."""
-    why = ev[4]
-    return f": {why}" if why and why != f"'{ev[0]}' does not hold" else ""
 
 
 def run_once(

@@ -11,14 +11,19 @@ from harness.kube import APIServer, ControllerProcess, Informer, KubeObject
 from harness.sim import Fault, Hold, Ident, PlanChooser, World, run_once
 
 
-async def _lagging_reader(world: World, seen: list[Any], *, at: float = 1.0) -> None:
-    api = APIServer(world, stale_reads=True, stale_window=2.0)
+async def _three_versions(world: World, api: APIServer) -> None:
+    """Config ns/c is created at v=1, then updated to v=2 and v=3, 0.2 s apart: three revisions to go back to."""
     await api.create(KubeObject("Config", "ns", "c", spec={"v": 1}))
     for v in (2, 3):
         await world.sleep(0.2)
         obj = await api.get("Config", "ns", "c")
         obj.spec["v"] = v
         await api.update(obj)
+
+
+async def _lagging_reader(world: World, seen: list[Any], *, at: float = 1.0) -> None:
+    api = APIServer(world, stale_reads=True, stale_window=2.0)
+    await _three_versions(world, api)
     await world.sleep(at)
     inf = Informer(world, api, "Config", name="reader/informer/Config")
     inf.start()
@@ -117,12 +122,7 @@ async def _drop_and_relist(world: World) -> None:
     inf = Informer(world, api, "Config", name="r/informer/Config", watch_drops=True)
     inf.start()
     await inf.wait_for_cache_sync()
-    await api.create(KubeObject("Config", "ns", "c", spec={"v": 1}))
-    for v in (2, 3):
-        await world.sleep(0.2)
-        obj = await api.get("Config", "ns", "c")
-        obj.spec["v"] = v
-        await api.update(obj)
+    await _three_versions(world, api)
     await world.sleep(3.0)
 
 
