@@ -3,7 +3,12 @@
 import signal
 
 try:
+    import sys
+
     from . import _interrupt
+    from ._terminal import QuietPipe
+
+    sys.stdout = QuietPipe(sys.stdout)  # `hunt | head`: quiet, own exit code
     from .cli import main
 
     _interrupt.keep_until_exit()  # this process ends with the command: no window for a late Ctrl-C traceback

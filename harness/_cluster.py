@@ -156,6 +156,8 @@ def run_shard(search: Search, shard: Shard) -> dict[str, Any]:
         "found_by": result.found_by,
         "space": result.space,
         "notes": list(result.notes),
+        "runaway": result.runaway,
+        "model_error": result.model_error,
         "pct_bound": result.pct_bound,
         "proved_bound": result.proved_bound,
         "counterexample": None if cx is None else cx.to_json(),
@@ -212,6 +214,7 @@ def merge(index: int, search: Search, planned: list[Shard], payloads: dict[int, 
 
     findings: dict[str, Finding] = {}
     best: tuple[int, int, int, Any] | None = None
+    by_shard: dict[int, Any] = {}
     with tempfile.TemporaryDirectory(prefix="race-harness-shards-") as tmp:
         for k in sorted(payloads):
             raw = payloads[k]["counterexample"]
@@ -220,6 +223,7 @@ def merge(index: int, search: Search, planned: list[Shard], payloads: dict[int, 
             path = Path(tmp) / f"shard{k}.json"
             path.write_text(json.dumps(raw), encoding="utf-8")
             cx = Counterexample.load(path)  # the checks of any trace file: a worker is another machine
+            by_shard[k] = cx
             sig = cx.signature()
             f = findings.setdefault(sig, Finding(sig, [], [], cx))
             f.shards.append(k)
@@ -230,8 +234,14 @@ def merge(index: int, search: Search, planned: list[Shard], payloads: dict[int, 
     first = payloads[best[2]] if best is not None else (done[0] if done else {})
     cut = interrupted or len(done) < len(planned) or any(p["verdict"] == "interrupted" for p in done)
     proved = [p["proved_bound"] for p in done if p["verdict"] == "proved-clean"]
+    # a shard that met the model's own failure, or a run that never ends, speaks for the search: never the race
+    broken_k = next((k for k in sorted(payloads) if payloads[k]["verdict"] in ("model-error", "runaway")), None)
+    broken = payloads[broken_k] if broken_k is not None else None
+    if broken_k is not None and broken_k in by_shard:
+        first, best = payloads[broken_k], (0, 0, broken_k, by_shard[broken_k])
     verdict = (
         "interrupted" if cut
+        else str(broken["verdict"]) if broken is not None
         else "found" if best is not None
         else "proved-clean" if done and len(proved) == len(done)
         else "none-found"
@@ -245,6 +255,8 @@ def merge(index: int, search: Search, planned: list[Shard], payloads: dict[int, 
         steps=sum(int(p["steps"]) for p in done),
         seconds=seconds,
         counterexample=None if best is None else best[3],
+        runaway=first.get("runaway") if broken is not None else None,
+        model_error=first.get("model_error") if broken is not None else None,
         proved_bound=min(proved) if verdict == "proved-clean" else None,
         pct_bound=first.get("pct_bound"),
         notes=list(first.get("notes", [])),

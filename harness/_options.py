@@ -79,6 +79,19 @@ FAULT_KINDS = (
     "duplicate",
 )
 
+#: what places each kind's fault points in a model, said when a search asked for a kind no run met
+#: ("--faults all" on a model without a ControllerProcess has no crash point: it is not clean under crashes)
+FAULT_POINTS_COME_FROM = {
+    "crash": "no ControllerProcess",
+    "transient_error": "no apiserver request",
+    "ambiguous_write": "no write's response from the apiserver",
+    "stale_read": "no direct list at resourceVersion 0 and no informer's first LIST with an older revision",
+    "watch_drop": "no informer watch delivered an event",
+    "watch_end": "no informer watch delivered an event",
+    "compaction": "no informer re-watched after a drop",
+    "duplicate": "no informer with duplicate deliveries delivered an event",
+}
+
 #: the accepted fault forms, as every fault error message states them
 FAULT_FORMS = (
     "'default' (each model's own fault flags), 'all', 'none', or a comma-separated list of kinds from "

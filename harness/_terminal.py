@@ -11,6 +11,7 @@ through a rich console with markup on.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -25,3 +26,49 @@ def markup_safe(text: object) -> str:
     from rich.markup import escape
 
     return escape(printable(text))
+
+
+class QuietPipe:
+    """``sys.stdout`` that goes quiet when its reader goes away (``hunt ... | head``).
+
+    A closed pipe is not the command's failure: the search goes on, its files
+    are written and its exit code is its own; only what it prints is dropped.
+    Python's default (``BrokenPipeError`` at the next print, then another at
+    exit) made ``hunt | head`` exit 1 with a traceback or with nothing. The file
+    descriptor is pointed at ``os.devnull`` so the interpreter's last flush
+    cannot fail either (the recipe of Python's ``signal`` documentation, "Note on
+    SIGPIPE").
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.closed_by_reader = False
+
+    def write(self, text: str) -> int:
+        if not self.closed_by_reader:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.closed_by_reader:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        import os
+
+        self.closed_by_reader = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...: the stream's own
+        return getattr(self._stream, name)

@@ -33,12 +33,12 @@ def raised(violation: Any) -> tuple[str, str, str] | None:
 
 
 def model_error(violation: Any) -> str | None:
-    """"the scenario raised TypeError at model.py:57 in scenario: ..." when the scenario's own actor raised."""
-    what = raised(violation)
-    if what is None or violation.actor != MAIN_ACTOR:
-        return None
-    exc, at, msg = what
-    return f"the scenario raised {exc} at {at}: {msg}"
+    """"the scenario raised TypeError at model.py:57 in scenario: ..." when the failure is the model's own
+    (see :func:`harness.explore._runner.model_error_of`: ``main`` raised or waited forever, an actor blocked
+    outside the harness)."""
+    from .explore._runner import model_error_of
+
+    return model_error_of(violation)
 
 
 def same_exception(a: Any, b: Any) -> bool:
@@ -47,8 +47,26 @@ def same_exception(a: Any, b: Any) -> bool:
     return ra is not None and rb is not None and ra[:2] == rb[:2] and a.actor == b.actor
 
 
+_WAITS = re.compile(r"waits for '(?P<label>.*?)'(?: at (?P<at>.+?))? at t=", re.S)
+
+
+def waiting(violation: Any) -> tuple[str, str] | None:
+    """``(wait label, where)`` of a deadlock, else None."""
+    if violation is None or violation.kind != "deadlock":
+        return None
+    m = _WAITS.search(violation.message)
+    return (m["label"], m["at"] or "") if m is not None else (violation.message, "")
+
+
+def same_hang(a: Any, b: Any) -> bool:
+    """Whether two violations are the same deadlock: the same actor waiting for the same thing at the same place."""
+    wa, wb = waiting(a), waiting(b)
+    return wa is not None and wa == wb and a.actor == b.actor
+
+
 def both_variants_raise(cx: Any, params: dict[str, Any]) -> str | None:
-    """Run ``cx``'s plan once with ``fixed`` flipped; "model error: both variants raise ..." when it raises alike.
+    """Run ``cx``'s plan once with ``fixed`` flipped; "model error: both variants raise ..." when it raises
+    (or deadlocks) alike.
 
     Only for an exception in a controller actor of a scenario that takes ``fixed``:
     the plan names actions by identity, so it means the same in the other variant.
@@ -57,7 +75,8 @@ def both_variants_raise(cx: Any, params: dict[str, Any]) -> str | None:
     from .sim import PlanChooser, ReplayChooser, run_once
 
     what = raised(cx.violation)
-    if what is None or "fixed" not in params or not isinstance(params["fixed"], bool):
+    hang = waiting(cx.violation)
+    if (what is None and hang is None) or "fixed" not in params or not isinstance(params["fixed"], bool):
         return None
     other = {**params, "fixed": not params["fixed"]}
     chooser: Any = PlanChooser(cx.plan) if cx.plan is not None else ReplayChooser(list(cx.choices))
@@ -65,7 +84,15 @@ def both_variants_raise(cx: Any, params: dict[str, Any]) -> str | None:
         out = run_once(resolve_scenario(cx.scenario), chooser, params=other, limits=cx.limits, faults=cx.faults)
     except Exception:  # the other variant cannot even be run: nothing to compare
         return None
-    if not same_exception(cx.violation, out.violation):
+    if hang is not None:
+        if not same_hang(cx.violation, out.violation):
+            return None
+        label, where = hang
+        return (f"model error: both variants deadlock the same way under the same plan: actor "
+                f"'{cx.violation.actor}' waits for '{label}'{f' at {where}' if where else ''} (the fix does not "
+                "change it): a wait with no producer is the model's; fix the model, or state the property as an "
+                "eventually oracle")
+    if what is None or not same_exception(cx.violation, out.violation):
         return None
     exc, at, _ = what
     return (f"model error: both variants raise {exc} at {at} in actor '{cx.violation.actor}' under the same plan "

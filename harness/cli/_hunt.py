@@ -125,6 +125,9 @@ def _hunt_end(
         from ..report import write_index
 
         kept.index = str(write_index(entries, out_dir))
+        if Path(kept.index).name != "index.html":
+            print(f"note: {out_dir / 'index.html'} is not a file race-harness wrote; kept it, and wrote the index "
+                  f"to {kept.index} beside it", file=sys.stderr)
     except OSError as exc:
         write_failed = True
         print(f"error: could not write {out_dir / 'index.html'} ({exc.strerror or exc})", file=sys.stderr)
@@ -179,7 +182,7 @@ def _hunt_one(
     (report entry, a file could not be written). ``shard_runner``: where the referee's shards run
     (``hunt --cluster`` passes a Dask one for exhaustive and canonical searches)."""
     from ..explore import explore
-    from ..report import ReportEntry, slug, write_counterexample_html
+    from ..report import ReportEntry, free_stem, record_written, slug, write_counterexample_html
 
     label = _label(t, variant)
     if result is None:
@@ -213,7 +216,11 @@ def _hunt_one(
     failed = False
     unproved = cx is not None and result.verdict == "interrupted" and cx.proved_minimal is not True
     if cx is not None:
-        stem = slug(t.name.replace(".py:", "-").replace(":", "-").replace(".", "_") + (f"-{variant}" if variant else ""))
+        wanted = slug(t.name.replace(".py:", "-").replace(":", "-").replace(".", "_") + (f"-{variant}" if variant else ""))
+        stem = free_stem(out_dir, wanted, (".json", ".html", ".py"))  # a same-named file of the user's is kept
+        if stem != wanted:
+            print(f"note: {out_dir / wanted}.* holds files race-harness did not write; kept them, and wrote "
+                  f"{out_dir / stem}.* beside them", file=sys.stderr)
         json_file, html_file = out_dir / f"{stem}.json", out_dir / f"{stem}.html"
         cx.meta.update(race=t.name, variant=variant, known_open=t.known_open, upstream=t.upstream,
                        report=html_file.name)  # the page beside the trace
@@ -222,6 +229,7 @@ def _hunt_one(
         _copy_scenario_file(cx, out_dir / f"{stem}.py", label)
         try:
             cx.save(json_file)
+            record_written(json_file)
             json_path = str(json_file)
             kept.traces.append(json_path)
             if unproved:
@@ -245,18 +253,21 @@ def _hunt_one(
                     json_path=json_path,
                     index_path=out_dir / "index.html",
                 )
+                record_written(html_file)
                 html_path = str(html_file)
             except Exception as exc:
                 print(f"warning: could not write the HTML report for {label}: {_one_line(exc)}", file=sys.stderr)
     expect = t.expect_by_variant.get(variant)
-    broken = _model_error(cx, t.params_by_variant[variant], expect) if cx is not None else None
-    if result.runaway is not None:  # its own finding: never the race, never as promised (exit 1)
+    runaway = result.verdict == "runaway"  # a runaway met after a counterexample was found leaves it standing
+    broken = _model_error(result, t.params_by_variant[variant], expect) if cx is not None else None
+    if runaway:  # its own finding: never the race, never as promised (exit 1)
         broken = f"runaway: {result.runaway}"
     entry = ReportEntry(
         name=t.name,
         variant=variant,
-        verdict="runaway" if result.runaway is not None else "model-error" if broken else result.verdict,
-        outcome=f"{broken}; {result.outcome}" if broken else result.outcome,
+        verdict="runaway" if runaway else "model-error" if broken else result.verdict,
+        outcome=(f"{broken}; {result.outcome}" if broken and result.verdict != "model-error" else result.outcome)
+        + ("; the plan did not apply: " + "; ".join(result.unapplied) if result.unapplied else ""),
         found=cx is not None and broken is None,
         runs=result.runs,
         seconds=result.seconds,
@@ -275,6 +286,8 @@ def _hunt_one(
         shrink_runs=result.shrink_runs,
         proof_runs=result.proof_runs,
         model_error=broken,
+        unapplied=list(result.unapplied),
+        faults_without_points=list(result.faults_without_points),
     )
     outcome = entry.outcome
     if unproved and "not proved minimal" not in outcome:
@@ -284,17 +297,19 @@ def _hunt_one(
     elif console is not None:
         if result.verdict == "interrupted":
             mark = "interrupted"
-        elif result.runaway is not None:
+        elif runaway:
             mark = "RUNAWAY"
         elif broken:
             mark = "MODEL ERROR"
+        elif entry.unapplied:
+            mark = "PLAN NOT APPLIED"
         elif expect is None:
             mark = "found" if cx is not None else "clean"
         else:
             mark = "ok" if entry.expected else "UNEXPECTED"
         console.print(f"[{mark}] {printable(label)}: {printable(outcome)}", markup=False, highlight=False,
                       soft_wrap=True)
-        if cx is not None and result.verdict != "interrupted" and (not broken or result.verdict == "runaway"):
+        if cx is not None and result.verdict != "interrupted" and (not broken or runaway):
             for line in cx.story().lines:  # the story under each counterexample: what Kubernetes did
                 console.print(printable(f"    {line}"), markup=False, highlight=False, soft_wrap=True)
     return entry, failed
@@ -317,15 +332,15 @@ def _read_plan_file(path: str) -> Any:
     return read_plan(raw, f"--plan {path}")
 
 
-def _model_error(cx: Any, params: dict[str, Any], expect: str | None) -> str | None:
-    """A broken model, not the race: the scenario's own actor raised, or both variants raise alike under one plan."""
-    from .._verdicts import both_variants_raise, model_error
+def _model_error(result: Any, params: dict[str, Any], expect: str | None) -> str | None:
+    """A broken model, not the race: the scenario's own actor raised or waited forever, an actor blocked outside
+    the harness, or both variants raise (or deadlock) alike under one plan."""
+    from .._verdicts import both_variants_raise
 
-    own = model_error(cx.violation)
-    if own is not None:
-        return f"model error: {own}"
+    if result.model_error is not None:
+        return f"model error: {result.model_error}"
     if expect == "violation":  # the variant that should fail: does the other one fail the same way?
-        return both_variants_raise(cx, params)
+        return both_variants_raise(result.counterexample, params)
     return None
 
 
@@ -341,7 +356,7 @@ def _copy_scenario_file(cx: Any, copy: Path, label: str) -> None:
 
     from ..explore._counterexample import _NAMED, resolve_scenario
     from ..explore._scenarios import is_file_ref
-    from ..report import atomic_write_text
+    from ..report import atomic_write_text, record_written
 
     where, _, qualname = cx.scenario.rpartition(":")
     if not is_file_ref(where):
@@ -349,6 +364,7 @@ def _copy_scenario_file(cx: Any, copy: Path, label: str) -> None:
     try:
         text = Path(where).read_bytes().decode("utf-8")
         atomic_write_text(copy, text)
+        record_written(copy)
     except (OSError, UnicodeDecodeError) as exc:
         print(f"warning: could not copy {where} next to the trace of {label} ({_one_line(exc)}); the trace names "
               "the original file", file=sys.stderr)
@@ -452,6 +468,8 @@ def _json_line(e: Any, cx: Any) -> dict[str, Any]:
         "params": e.params,
         "violation_kind": e.violation_kind,
         "model_error": e.model_error,
+        "unapplied": e.unapplied,
+        "faults_without_points": e.faults_without_points,
         # time to find (search only), then what the shrink and the minimality proof took; runs/seconds: total
         "found_at_run": e.found_at_run,
         "found_after_s": None if e.found_after_s is None else round(e.found_after_s, 3),

@@ -15,6 +15,7 @@ from ._targets import _label, _resolve_targets
 def _live(args: argparse.Namespace) -> int:
     """Uncontrolled re-runs: what a user without the harness sees; exit codes as 'hunt'."""
     from .._verdicts import model_error
+    from ..explore._runner import RUNAWAY_KINDS
     from ..sim import repeat_live
 
     if args.runs < 1 or args.time_scale <= 0 or not 0 <= args.jitter < 1 or args.timeout <= 0:
@@ -48,18 +49,22 @@ def _live(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     v = res.failure.violation if res.failure is not None else None
     broken = model_error(v) if v is not None else None
-    expected = res.found if variant == "buggy" or t.known_open else (not res.found) if variant == "fixed" else True
-    if broken is not None:  # the scenario's own code raised: the model never ran, whatever the variant promised
+    if v is not None and broken is None and v.kind in RUNAWAY_KINDS:  # a run that never ends is never the race
+        broken = (f"a live run never ended ({v.describe()}); a runaway is not the race: check --time-scale "
+                  f"({args.time_scale:g} real seconds per virtual second) and the model's loops")
+    found = res.found and broken is None
+    expected = found if variant == "buggy" or t.known_open else (not res.found) if variant == "fixed" else True
+    if broken is not None:  # the model's own failure: whatever the variant promised, it is not the race
         expected = False
     if args.json:
         print(json.dumps({
-            "race": t.name, "variant": variant, "found": res.found and broken is None, "expected": expected,
+            "race": t.name, "variant": variant, "found": found, "expected": expected,
             "runs": res.runs, "seconds": round(res.seconds, 3), "violation": v.describe() if v else None,
             "model_error": broken, "time_scale": args.time_scale, "jitter": args.jitter,
         }))
     elif broken is not None:
-        print(f"model error on live run {res.runs:,}: {broken}. Fix the model: a live run of a model that raises "
-              f"is not the race (hunt {t.name} shows the same error with its trace)")
+        print(f"model error on live run {res.runs:,}: {broken}. Fix the model: a live run of a model that raises, "
+              f"waits forever or never ends is not the race (hunt {t.name} shows the same error with its trace)")
     else:
         print(res.outcome)
         if res.found:

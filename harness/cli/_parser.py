@@ -8,6 +8,23 @@ from typing import NoReturn
 from .._options import FAULT_KINDS
 from ._common import _TARGET_FORMS, PROG
 
+#: seeds are 64-bit: the strategies derive every run's seed from one modulo 2**64, so a larger or negative
+#: seed would silently replay another (2**70 is seed 0)
+SEED_LIMIT = 2**64
+
+
+def _seed(text: str) -> int:
+    """``--seed``: a whole number in [0, 2**64), else argparse's usage error (exit 2)."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give a seed in [0, 2**64), e.g. --seed 1") from None
+    if not 0 <= value < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(
+            f"{text} is outside [0, 2**64): a seed is 64-bit (a larger one would replay another); give e.g. --seed 1"
+        )
+    return value
+
 _EXIT_CODES = {
     "hunt": (
         "exit codes:\n"
@@ -84,7 +101,7 @@ def _parser() -> _Parser:
     _add_param(h)
     h.add_argument("--strategy", default=None, help="portfolio, random, pct[:DEPTH], hypothesis, exhaustive[:K], "
                    "canonical (default: per race)")
-    h.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
+    h.add_argument("--seed", type=_seed, default=0, help="search seed, a whole number in [0, 2**64) (default 0)")
     h.add_argument(
         "--faults",
         default=None,
@@ -132,7 +149,7 @@ def _parser() -> _Parser:
     )
     lv.add_argument("--jitter", type=float, default=0.2, help="relative jitter of every sleep and timer (default 0.2)")
     lv.add_argument("--timeout", type=float, default=60.0, help="real seconds one run may take (default 60)")
-    lv.add_argument("--seed", type=int, default=0, help="jitter seed of the first run (run i uses SEED+i)")
+    lv.add_argument("--seed", type=_seed, default=0, help="jitter seed of the first run (run i uses SEED+i)")
     lv.add_argument("--json", action="store_true", help="print one JSON object instead of sentences")
 
     r = sub.add_parser(

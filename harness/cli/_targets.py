@@ -59,9 +59,14 @@ def _resolve_targets(
                 race.known_open, race.budget, race.strategy, race.faults,
             )
         else:
+            from ..explore._scenarios import known_open_of
+
             fn = resolve(name, error=UsageError, source="the command line")
             variants = [""] if variant is None else ["buggy", "fixed"] if variant == "both" else [variant]
             t = _Target(name, fn, dict(params), variants)
+            why_open = known_open_of(fn)
+            if why_open is not None:  # @harness.scenario(known_open=...): what Race.known_open gives a race
+                t.known_open, t.upstream = True, why_open
         t.params = check_params(t.scenario, t.params, name, typed)  # "fixed=False" is False from here on
         t.given = {k: t.params[k] for k in params}
         if t.race is not None and "fixed" in params:

@@ -48,6 +48,7 @@ from .._errors import UsageError
 from .._options import STRATEGY_FORMS as _STRATEGY_FORMS
 from .._options import parse_fault_spec, parse_strategy
 from ..sim import (
+    VERDICTS,
     ConvertingChooser,
     Entry,
     Fault,
@@ -68,7 +69,18 @@ from ..sim import (
 from ._counterexample import Counterexample, Scenario, scenario_ref
 from ._exhaustive import Plan, ShardRunner, _children, _dedup, _PlanSearch, _search_exhaustive, _siblings
 from ._hypothesis import _hypothesis_chunk, _Pools, _search_hypothesis
-from ._runner import MAX_FAULTS, RUNAWAY_KINDS, Budget, LevelProgress, _failed, _mix, _plural, _Runner, describe_faults
+from ._runner import (
+    MAX_FAULTS,
+    RUNAWAY_KINDS,
+    Budget,
+    LevelProgress,
+    _failed,
+    _mix,
+    _plural,
+    _Runner,
+    describe_faults,
+    model_error_of,
+)
 
 
 # ------------------------------------------------------------- strategies
@@ -246,11 +258,19 @@ class Result:
     skipped: int = 0
     #: a run that never ended (step limit, livelock), in words with the phase that met it; its own finding
     runaway: str | None = None
+    #: plan entries (``--plan``, :func:`run_plan`) that never applied, each with the closest identities the run
+    #: had: a plan that did not apply is not a clean run
+    unapplied: list[str] = field(default_factory=list)
+    #: fault kinds asked for that no run met a point of, each with what would place one
+    faults_without_points: list[str] = field(default_factory=list)
+    #: the model's own failure that stopped the search (``main`` raised or waited forever, an actor blocked
+    #: outside the harness: see :func:`model_error_of`), in words; never the race
+    model_error: str | None = None
 
     @property
     def found(self) -> bool:
-        """A violation of the model's oracles was found (a runaway is not one: see ``runaway``)."""
-        return self.counterexample is not None and self.verdict != "runaway"
+        """A violation of the model's oracles was found (a runaway or a model error is not one)."""
+        return self.counterexample is not None and self.verdict not in ("runaway", "model-error")
 
     @property
     def outcome(self) -> str:
@@ -265,6 +285,9 @@ class Result:
                 f"{_plural(cx.deviations, 'deviation')}, {cx.steps} steps"
             )
         where = f"explored {self.runs:,} {_plural(self.runs, 'run')} in {self.seconds:.2f} s"
+        if self.verdict == "model-error" and self.counterexample is not None:
+            return (f"{where}: model error: {self.model_error} (run {self.runs:,}, step "
+                    f"{self.counterexample.steps:,}; not the race, not shrunk: replay it to see where)")
         if self.verdict == "runaway" and self.counterexample is not None:
             cx = self.counterexample
             return (f"{where}: {cx.violation.describe()}: a run that never ends is its own finding, not the race "
@@ -537,8 +560,8 @@ def minimize(
         out, plan = shrink_plan(runner, out, plan)
     shrunk_at = runner.runs
     if runner.runaway is not None:
-        return _Minimum(out, plan, None, f"not proved minimal: a run of the {runner.runaway_in} ran away "
-                        "(reported apart)", shrunk_at=shrunk_at)
+        return _Minimum(out, plan, None, f"not proved minimal: a run of the {runner.runaway_in} ran away ("
+                        f"{_runaway_words(runner.runaway)}); the counterexample stands", shrunk_at=shrunk_at)
     if not prove:
         return _Minimum(out, plan, None, "minimality not checked", shrunk_at=shrunk_at)
     target = out.violation
@@ -546,8 +569,8 @@ def minimize(
     k = len(plan)
     sub, search = _proof_search(runner, _proof_budget(proof_budget, k), k, target)
     if sub.runaway is not None:
-        return _Minimum(out, plan, None, "not proved minimal: a run of the minimality proof ran away (reported apart)",
-                        shrunk_at=shrunk_at)
+        return _Minimum(out, plan, None, "not proved minimal: a run of the minimality proof ran away ("
+                        f"{_runaway_words(sub.runaway)}); the counterexample stands", shrunk_at=shrunk_at)
     if search.found is not None:
         found_out, found_plan = search.found
         return _Minimum(found_out, found_plan, True, "proved minimal", shrunk_at=shrunk_at)
@@ -566,6 +589,13 @@ def minimize(
         f"{covered + 1} not covered: {what} ({search.coverage()})",
         shrunk_at=shrunk_at,
     )
+
+
+def _runaway_words(out: RunOutcome) -> str:
+    """"livelock at t=1, ..." cut to its first clause: what a proof met, said beside the counterexample it keeps."""
+    v = out.violation
+    assert v is not None
+    return f"{VERDICTS[v.kind]} at step {v.step:,}, t={v.time:g}"
 
 
 def _proof_search(
@@ -661,6 +691,7 @@ def explore(
     replay_divergence: str | None = None
     skipped = 0
     plan_notes: list[str] = []
+    unapplied: list[str] = []
     try:
         if isinstance(strat, Random):
             found = _search_random(runner, strat)
@@ -694,7 +725,8 @@ def explore(
                 out = runner.run(chooser)
                 found_plan = strat.plan
                 # a misspelt identity must not pass as a canonical run: say which entries did nothing
-                plan_notes = [f"entry never applied: {e.describe()}" for e in chooser.inert]
+                unapplied = unapplied_entries(strat.plan, chooser)
+                plan_notes = [f"entry never applied: {u}" for u in unapplied]
             else:
                 out = runner.run(ReplayChooser(list(strat.choices)))
             found = out if _failed(out) else None
@@ -750,8 +782,14 @@ def explore(
         cx.proof = best.proof
         if best.proved is None and best.proof:
             notes.append(best.proof)
+    model_error: str | None = None
+    if runner.model_broken is not None and cx is None:  # the model's own failure: kept as it ran, never the race
+        model_error = model_error_of(runner.model_broken.violation)
+        cx = Counterexample.from_outcome(ref, params, runner.model_broken, strategy=strat.describe(), seed=seed,
+                                         limits=limits, plan=None, faults=kinds)
+        cx.proof = "a model error: not shrunk"
     runaway: str | None = None
-    if runner.runaway is not None:
+    if runner.runaway is not None and model_error is None:
         ran = runner.runaway
         assert ran.violation is not None
         runaway = f"{ran.violation.describe()} (a run of the {runner.runaway_in})"
@@ -760,10 +798,12 @@ def explore(
                                              plan=None, faults=kinds)
             cx.proof = "a runaway: not shrunk"
         else:
-            notes.append(f"{runaway}: the search stopped there")
+            notes.append(f"{runaway}: met after the counterexample was found, which stands")
     verdict = (
         "interrupted"
         if runner.interrupted
+        else "model-error"
+        if model_error is not None
         else "runaway"
         if runaway is not None and cx is not None and ran_away_cx(cx)
         else "found"
@@ -794,6 +834,9 @@ def explore(
         divergence=replay_divergence,
         skipped=skipped,
         runaway=runaway,
+        model_error=model_error,
+        unapplied=unapplied,
+        faults_without_points=runner.faults_without_points(),
     )
 
 
@@ -836,6 +879,31 @@ def run_plan(scenario: Scenario, plan: Any, *, limits: Limits = Limits(),
     entries = canonical_plan(plan) if all(isinstance(e, (Hold, Fault, Pick)) for e in plan) else read_plan(plan)
     strat = Replay(plan=entries, proof="a hand-written plan: not shrunk, not proved minimal")
     return explore(scenario, strategy=strat, budget=1, limits=limits, faults=faults, **params)
+
+
+def unapplied_entries(plan: Sequence[Entry], chooser: PlanChooser) -> list[str]:
+    """"entry 3 'hold informer/Pod: ...' never occurred; the closest identities: ..." for each inert entry.
+
+    The closest identities come from what the run had (actions that ran, fault
+    points and data choices it passed), so a typo in a label or an occurrence
+    number reads as one.
+    """
+    import difflib
+
+    seen: dict[str, Ident] = {}
+    for ident in [*chooser.ran, *(i for i, _ in chooser.fault_points), *(i for i, _ in chooser.data_points)]:
+        seen.setdefault(ident.describe(), ident)
+    inert = set(chooser.inert)
+    out = []
+    for i, e in enumerate(plan, 1):
+        if e not in inert:
+            continue
+        target = e.what if isinstance(e, Hold) else e.at
+        close = difflib.get_close_matches(target.describe(), list(seen), n=3, cutoff=0.4)
+        why = "never occurred" if target not in seen.values() else "changed nothing (its action ran as it would)"
+        hint = f"; the closest identities: {'; '.join(repr(c) for c in close)}" if close and why == "never occurred" else ""
+        out.append(f"entry {i} '{e.describe()}' {why}{hint}")
+    return out
 
 
 def ran_away_cx(cx: Counterexample) -> bool:

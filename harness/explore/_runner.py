@@ -8,14 +8,15 @@ or on Ctrl-C between runs.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .._interrupt import stop_requested
-from .._options import parse_budget
-from ..sim import Limits, RunOutcome, run_batch, run_once
+from .._options import FAULT_KINDS, FAULT_POINTS_COME_FROM, parse_budget
+from ..sim import Limits, RunOutcome, Violation, run_batch, run_once
 from ._counterexample import Scenario
 
 
@@ -111,6 +112,9 @@ class _Runner:
         #: the first run that ran away (step limit, livelock) and in which phase; it stops every search
         self.runaway: RunOutcome | None = None
         self.runaway_in = "search"
+        #: the first run of the search whose failure is the model's own (see :func:`model_error_of`); it stops
+        #: the search, and is never shrunk or proved as if it were the race
+        self.model_broken: RunOutcome | None = None
 
     def sub(self, runs: int | None, phase: str = "search") -> _Runner:
         """A runner for a sub-search (shrink, proof) with its own run budget; counts roll up via absorb()."""
@@ -125,6 +129,8 @@ class _Runner:
         self.interrupted = self.interrupted or other.interrupted
         if self.runaway is None and other.runaway is not None:
             self.runaway, self.runaway_in = other.runaway, other.runaway_in
+        if self.model_broken is None and other.model_broken is not None:
+            self.model_broken = other.model_broken
 
     def run_many(self, choosers: Iterator[Any]) -> RunOutcome | None:
         """Runs in one ``trio.run`` until one fails or the budget is spent; the failing run, if any."""
@@ -157,6 +163,9 @@ class _Runner:
     def _account(self, out: RunOutcome) -> None:
         if self.runaway is None and ran_away(out):
             self.runaway = out
+        # a shrink or proof run that breaks the model differently is a plan that does not fail the same way
+        if self.model_broken is None and self.runaway_in == "search" and model_error_of(out.violation) is not None:
+            self.model_broken = out
         self.account(RunStats.of(out))
 
     def account(self, stats: RunStats) -> None:
@@ -203,7 +212,7 @@ class _Runner:
         if self.interrupted or stop_requested():
             self.interrupted = True
             return True
-        if self.runaway is not None:  # its own finding: no search goes on past it (see ran_away)
+        if self.runaway is not None or self.model_broken is not None:  # no search goes on past either
             return True
         if b.runs is not None and self.runs >= b.runs:
             return True
@@ -215,7 +224,20 @@ class _Runner:
 
     def space(self) -> str:
         lag = f"postponements within windows of up to {self.max_window:g} s" if self.max_window else "no time windows"
-        return f"{describe_faults(self.faults)}; {lag}"
+        missing = self.faults_without_points()
+        none = f" (no point in the model for {'; '.join(missing)})" if missing else ""
+        return f"{describe_faults(self.faults)}{none}; {lag}"
+
+    def faults_without_points(self) -> list[str]:
+        """"crash: no ControllerProcess ...": each kind the search was asked for that no run met a point of.
+
+        A kind with no point in the model was not searched, whatever ``--faults``
+        said: "clean with every fault kind" must not include it silently.
+        """
+        if not self.faults or self.runs == 0:
+            return []
+        asked = FAULT_KINDS if "*" in self.faults else tuple(k for k in FAULT_KINDS if k in self.faults)
+        return [f"{k}: {FAULT_POINTS_COME_FROM[k]}" for k in asked if k not in self.fault_kinds_seen]
 
 
 #: verdicts that say the run never ended, not that the model's oracle broke
@@ -233,7 +255,53 @@ def ran_away(out: RunOutcome) -> bool:
 
 
 def _failed(out: RunOutcome) -> bool:
-    return out.violation is not None and out.violation.kind != "interrupted" and out.violation.kind not in RUNAWAY_KINDS
+    v = out.violation
+    return v is not None and v.kind != "interrupted" and v.kind not in RUNAWAY_KINDS and model_error_of(v) is None
+
+
+#: the actor that runs the scenario function itself (``harness.sim``'s ``MAIN_ACTOR``)
+MAIN_ACTOR = "main"
+
+_RAISED = re.compile(r"raised (?P<exc>[\w.]+): (?P<msg>.*) \(at (?P<at>[^()]*)\)", re.S)
+_WAITS = re.compile(r"waits for '(?P<label>.*?)'(?: at (?P<at>.+?))? at t=", re.S)
+_OUTSIDE = re.compile(r"\(a raw trio\.(?:sleep|Event).*?\)(?: at (?P<at>.+?))? (?:at t=|and nothing)", re.S)
+
+
+def model_error_of(violation: Violation | None) -> str | None:
+    """What is broken in the model when a run's failure is the model's own, in words; None when it is a finding.
+
+    A finding is an oracle violated or a controller's fault (a panic, a
+    controller deadlock). The scenario's own actor (``main``: it builds the
+    cluster and plays the user) raising, or waiting for ever, or any actor
+    blocked on something the harness does not schedule (a raw ``trio.sleep``,
+    real I/O) says the model, not the controller, is wrong: a search that meets
+    it stops there, and it is never shrunk, proved or counted as the race.
+    Rejected: counting a ``main`` that waits for ever as the race (it was, and
+    a ``main`` waiting for an event its own informer lost to a fault "found"
+    the same deadlock in both variants).
+    """
+    if violation is None:
+        return None
+    if violation.kind == "blocked-outside":
+        m = _OUTSIDE.search(violation.message)
+        at = f" at {m['at']}" if m is not None and m["at"] else ""
+        return (f"actor '{violation.actor or MAIN_ACTOR}' was blocked outside the harness{at} (a raw trio.sleep, "
+                "trio.Event, memory channel or real I/O): the harness cannot schedule it; use world.sleep, "
+                "world.Event(), world.Queue() or world.step")
+    if violation.actor != MAIN_ACTOR:
+        return None
+    if violation.kind == "actor-raised":
+        m = _RAISED.search(violation.message)
+        if m is None:
+            return f"the scenario raised: {violation.message}"
+        return f"the scenario raised {m['exc']} at {m['at']}: {m['msg']}"
+    if violation.kind == "deadlock":
+        m = _WAITS.search(violation.message)
+        label = m["label"] if m is not None else "?"
+        at = f" at {m['at']}" if m is not None and m["at"] else ""
+        return (f"{MAIN_ACTOR} waited forever{at} (for '{label}'): the scenario's own actor must finish; "
+                "state a liveness property as an eventually oracle (world.eventually(..., within=...))")
+    return None
 
 
 #: faults one random/PCT run may inject at most

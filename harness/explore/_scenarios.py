@@ -49,7 +49,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from .._errors import HarnessError, TraceFileError, UsageError
 
@@ -58,6 +58,7 @@ ENTRY_POINT_GROUP = "race_harness.races"
 
 #: the attribute :func:`scenario` sets
 _MARK = "__race_scenario__"
+_KNOWN_OPEN = "__race_known_open__"
 
 
 #: source files larger than this are not parsed for the mark (no scenario module is this large)
@@ -70,7 +71,15 @@ _MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _QUALNAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
-def scenario(fn: F) -> F:
+@overload
+def scenario(fn: F, /) -> F: ...
+
+
+@overload
+def scenario(*, known_open: str) -> Callable[[F], F]: ...
+
+
+def scenario(fn: F | None = None, /, *, known_open: str | None = None) -> F | Callable[[F], F]:
     """Mark an ``async def fn(world, **params)`` (or a RaceMachine class) as a scenario.
 
     Only marked scenarios may be named by a trace file, so a replay never runs a
@@ -78,13 +87,39 @@ def scenario(fn: F) -> F:
 
         @harness.scenario
         async def lost_update(world: harness.World, *, fixed: bool = False) -> None: ...
+
+    ``known_open`` says the fixed variant still fails, and why (a residual the
+    upstream fix left, with its reference): the fixed variant is then *expected*
+    to fail, as a registered race's ``Race.known_open``, and every output says
+    "known open" with this text instead of hiding or failing it::
+
+        @harness.scenario(known_open="kruise#2253: the update expectation is recorded after the write")
+        async def sidecarset(world: harness.World, *, fixed: bool = False) -> None: ...
     """
-    if not (inspect.iscoroutinefunction(fn) or (isinstance(fn, type) and getattr(fn, _MARK, False) is True)):
+    if fn is None:
+        if not isinstance(known_open, str) or not known_open.strip():
+            raise TypeError("@harness.scenario(known_open=...) takes the reason the fix leaves open, as text "
+                            "(e.g. 'kruise#2253: the update expectation is recorded after the write')")
+
+        def mark(f: F) -> F:
+            scenario(f)
+            setattr(f, _KNOWN_OPEN, known_open.strip())
+            return f
+
+        return mark
+    target: Any = fn
+    if not (inspect.iscoroutinefunction(target) or (isinstance(target, type) and getattr(target, _MARK, False) is True)):
         raise TypeError(
             f"@harness.scenario marks an 'async def' scenario function or a RaceMachine subclass, not {fn!r}"
         )
     setattr(fn, _MARK, True)
     return fn
+
+
+def known_open_of(fn: Any) -> str | None:
+    """The ``known_open`` text a scenario was marked with (``@harness.scenario(known_open=...)``), else None."""
+    text = getattr(fn, _KNOWN_OPEN, None)
+    return text if isinstance(text, str) else None
 
 
 # --------------------------------------------------------------------------- registry
@@ -349,6 +384,24 @@ def _class_body(node: ast.ClassDef) -> dict[str, ast.stmt]:
     return out
 
 
+def syntax_error_in(source: str, where: str) -> str | None:
+    """"model.py, line 12: invalid syntax (...)" when ``source`` does not parse; None when it does.
+
+    Named before the marking check, so a file with a typo is refused as such
+    and not as "not marked as a scenario" (which would send its author to look
+    for a missing decorator).
+    """
+    try:
+        ast.parse(source)
+    except SyntaxError as exc:
+        line = (exc.text or "").strip()
+        shown = f": {line[:80]}" if line else ""
+        return f"{where}, line {exc.lineno}: {exc.msg}{shown}"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return f"{where} cannot be parsed ({type(exc).__name__}: {exc})"
+    return None
+
+
 def missing_in_source(source: str, qualname: str, where: str) -> str | None:
     """None when the source binds ``qualname``; else what is missing from ``where``, with the closest name."""
     tree = _parse(source)
@@ -582,6 +635,10 @@ def resolve(
         if path.suffix != ".py":
             raise error(f"the scenario file {path} is not a .py file; check {ref!r}")
         text = _read_source(path, ref, error)
+        broken = syntax_error_in(text, str(where))
+        if broken is not None:
+            raise error(f"the scenario file has a syntax error: {broken}. Fix it and run the command again "
+                        "(nothing was run)")
         missing = missing_in_source(text, qualname, path.name)
         if missing is not None:  # a typo is named as one, before any question of marking
             raise error(f"{missing}; check {ref!r}")
@@ -608,6 +665,10 @@ def resolve(
                         )
                     raise refusal(False)
                 text = _read_source(src, ref, error)
+                broken = syntax_error_in(text, str(src.name))
+                if broken is not None:
+                    raise error(f"the scenario module {where!r} has a syntax error: {broken}. Fix it and run the "
+                                "command again (nothing was run)")
                 missing = missing_in_source(text, qualname, f"module {where!r}")
                 if missing is not None:
                     raise error(f"{missing}; check {ref!r}")

@@ -192,13 +192,16 @@ def _record(config: pytest.Config, state: _SessionState, p: dict[str, Any]) -> N
     deviations = steps = None
     if raw is not None:
         ensure_report_dir(s.report_dir)
-        tmp = Path(p["json_path"])
-        tmp.parent.mkdir(parents=True, exist_ok=True)
-        from ..report import atomic_write_text
+        from ..report import atomic_write_text, free_stem, record_written
 
+        planned = Path(p["json_path"])
+        planned.parent.mkdir(parents=True, exist_ok=True)
+        # a file of that name the harness did not write is kept; this one goes beside it
+        stem = free_stem(planned.parent, planned.stem, (".json", ".html"))
+        tmp = planned.with_name(f"{stem}.json")
         atomic_write_text(tmp, json.dumps(raw, indent=1, sort_keys=True) + "\n")
         cx = Counterexample.load(tmp)
-        json_path, html_path = p["json_path"], p["html_path"]
+        json_path, html_path = str(tmp), str(planned.with_name(f"{stem}.html"))
         deviations, steps = cx.deviations, cx.steps
         # node ids are relative to the rootdir, so the pytest line is too (the page stays portable)
         from_root = Path(os.path.relpath(Path(json_path).resolve(), Path(str(config.rootpath)).resolve())).as_posix()
@@ -211,6 +214,7 @@ def _record(config: pytest.Config, state: _SessionState, p: dict[str, Any]) -> N
             index_path=s.report_dir / "index.html",
             replay_command=f"pytest {p['nodeid']} {OPT_REPLAY}={from_root}   # from the rootdir",
         )
+        record_written(json_path, html_path)
         state.findings.append(_Finding(p["nodeid"], p["signature"], int(p["seed"]), json_path, html_path, p["outcome"]))
     variant = "buggy" if p["expect"] == "violation" else "fixed"
     state.entries.append(

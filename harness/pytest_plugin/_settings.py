@@ -152,9 +152,9 @@ def _parse_seed(config: pytest.Config, text: str | None) -> tuple[int, str]:
                 f"{OPT_SEED}=random first, and keep the cache provider enabled)"
             )
         return last, "last"
-    if re.fullmatch(r"\d+", text):
+    if re.fullmatch(r"\d+", text) and int(text) < 2**64:  # 64-bit: a larger seed would replay another
         return int(text), "given"
-    raise _usage(OPT_SEED, text, "N (a non-negative integer), random or last")
+    raise _usage(OPT_SEED, text, "N (a whole number in [0, 2**64)), random or last")
 
 
 def _parse_settings(config: pytest.Config) -> RaceSettings:

@@ -9,6 +9,10 @@ and the one stylesheet in ``templates/`` (shipped in the package).
 
 from ._files import atomic_write_text as atomic_write_text
 from ._files import ensure_report_dir as ensure_report_dir
+from ._files import free_stem as free_stem
+from ._files import is_ours as is_ours
+from ._files import record_written as record_written
+from ._files import write_owned as write_owned
 from ._html import MAX_STEPS as MAX_STEPS
 from ._html import render_counterexample_html as render_counterexample_html
 from ._html import slug as slug
@@ -23,6 +27,7 @@ from ._snapshot import capture_states as capture_states
 
 __all__ = [
     "MAX_STEPS", "ReportEntry", "StateLog", "atomic_write_text", "capture_states", "ensure_report_dir",
+    "free_stem", "is_ours", "record_written", "write_owned",
     "render_counterexample_html", "render_index", "render_summary", "slug", "verdict_words",
     "write_counterexample_html", "write_index",
 ]

@@ -9,13 +9,14 @@ page's ``:target`` (a plain link such as ``index.html#found``).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
 
-from ._files import atomic_write_text
+from ._files import atomic_write_text, is_ours, write_owned
 
 
 @dataclass(frozen=True)
@@ -54,12 +55,17 @@ class ReportEntry:
     proof_runs: int | None = None
     #: a broken model rather than the race ("the scenario raised TypeError at model.py:57 ..."): never as promised
     model_error: str | None = None
+    #: plan entries that never applied ("entry 3 'hold ...' never occurred; the closest identities: ..."):
+    #: a plan that did not apply is no result, never as promised
+    unapplied: list[str] = field(default_factory=list)
+    #: fault kinds searched that had no fault point in the model ("crash: no ControllerProcess")
+    faults_without_points: list[str] = field(default_factory=list)
 
     @property
     def expected(self) -> bool:
         """Whether the verdict is what was promised (``expect``, else the variant's: buggy finds, fixed does not,
         unless known open). A model error never is."""
-        if self.model_error is not None:
+        if self.model_error is not None or self.unapplied:
             return False
         if self.expect == "violation":
             return self.found
@@ -200,7 +206,8 @@ def earlier_hunts(entries: list[ReportEntry], directory: Path) -> list[EarlierHu
             out.append(EarlierHunt(h.command, h.written, kept))
     stray = []
     for page in sorted(directory.glob("*.html")):
-        if page.name != "index.html" and page.name not in taken:
+        # only the harness's own pages: a user's page in the folder is not a counterexample of a hunt
+        if not re.fullmatch(r"index(-\d+)?\.html", page.name) and page.name not in taken and is_ours(page):
             trace = page.with_suffix(".json")
             when = dt.datetime.fromtimestamp(page.stat().st_mtime, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
             stray.append(ReportEntry(page.stem, "", "found", f"written {when}", True, 0, 0.0, None, None,
@@ -295,7 +302,7 @@ def write_index(
     entries = list(entries)
     earlier = earlier_hunts(entries, d)
     prov = provenance(command_line)
-    page = atomic_write_text(
+    page = write_owned(  # a user's own index.html is kept; this one goes beside it (index-2.html)
         d / "index.html", render_index(entries, d, title=title, command_line=command_line, earlier=earlier)
     )
     _write_history(entries, earlier, d, prov.command, prov.written)

@@ -54,7 +54,7 @@ from .._errors import NotInSimulation, UsageError
 from ._oracles import holds
 from ._outcome import Limits, RunOutcome, Violation
 from ._time import TICKS_PER_SECOND, to_ns
-from ._world import MAIN_ACTOR, TimerHandle, World, _Actor, _call_with_params, _Eventually, _unwrap
+from ._world import MAIN_ACTOR, TimerHandle, World, _Actor, _call_with_params, _Eventually, _unwrap, waiting_at
 
 
 @dataclass(frozen=True)
@@ -319,20 +319,24 @@ class RealTime:
         outside = [a for a in live if not a.waiting]
         blocked = [a for a in live if a.waiting and not (a.daemon and a.idle)]
         if outside:
-            a = outside[0]
+            a = next((b for b in outside if b.name == MAIN_ACTOR), outside[0])
+            where = waiting_at(a.task)
             w._fail(
                 "blocked-outside",
                 "blocked outside the harness",
                 f"actor '{a.name}' is blocked on something that is not a world primitive (a raw trio.Event, "
-                f"memory channel or real I/O) and nothing else can run (t={self.now():g}).",
+                f"memory channel or real I/O){f' at {where}' if where else ''} and nothing else can run "
+                f"(t={self.now():g}).",
                 a,
             )
         elif blocked:
-            a = blocked[0]
+            a = next((b for b in blocked if b.name == MAIN_ACTOR), blocked[0])
+            where = waiting_at(a.task)
             w._fail(
                 "deadlock",
                 "deadlock",
-                f"actor '{a.name}' waits for '{a.label}' at t={self.now():g}, and no task or timer can wake it.",
+                f"actor '{a.name}' waits for '{a.label}'{f' at {where}' if where else ''} at t={self.now():g}, "
+                "and no task or timer can wake it.",
                 a,
             )
         else:

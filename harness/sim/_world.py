@@ -41,8 +41,12 @@ enabled action draws nothing.
 from __future__ import annotations
 
 import heapq
+import linecache
 import math
+import os
+import sysconfig
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import outcome
@@ -66,6 +70,34 @@ if TYPE_CHECKING:
 _CANCEL = object()  # resume value meaning "a cancel scope around this wait fired"
 #: the scenario's own actor: the test that builds the cluster and plays the user (no fault points)
 MAIN_ACTOR = "main"
+
+_NOT_THE_MODEL = tuple(
+    str(Path(p).resolve()) + os.sep
+    for p in (Path(__file__).parent.parent, Path(trio.__file__).parent, sysconfig.get_paths()["stdlib"])
+)
+
+
+def waiting_at(task: tl.Task | None) -> str | None:
+    """``model.py:88 in scenario (await done.wait(...))``: the innermost line of the model's own code a task awaits on.
+
+    Walks the task's chain of awaited coroutines (``cr_await``) and keeps the
+    last frame outside the harness, Trio and the standard library, so a wait
+    that never ends is named where its author wrote it, not in ``_primitives``.
+    """
+    if task is None:
+        return None
+    coro: Any = task.coro
+    found = None
+    for _ in range(200):  # a chain of awaits, never a cycle; bounded all the same
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is None:
+            break
+        path = frame.f_code.co_filename
+        if not str(Path(path).resolve()).startswith(_NOT_THE_MODEL):
+            line = linecache.getline(path, frame.f_lineno).strip()
+            found = f"{Path(path).name}:{frame.f_lineno} in {frame.f_code.co_name}" + (f" ({line[:80]})" if line else "")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return found
 
 
 class _Actor:
@@ -1175,13 +1207,15 @@ class World:
             self._now_ns = before
             blocked = [a for a in waiting_actors if not a.done and not (a.daemon and a.idle)]
             if blocked:
-                a = blocked[0]
+                # the scenario's own actor first: when it waits forever, the model is what is broken
+                a = next((b for b in blocked if b.name == MAIN_ACTOR), blocked[0])
+                where = waiting_at(a.task)
                 self._fail(
                     "deadlock",
                     "deadlock",
-                    f"actor '{a.name}' waits for '{a.label}' at t={self.now:g}, and no enabled action or timer "
-                    "can wake it. Make sure every wait has a producer, or spawn long-lived loops with daemon=True "
-                    "and wait for work with Queue.get().",
+                    f"actor '{a.name}' waits for '{a.label}'{f' at {where}' if where else ''} at t={self.now:g}, "
+                    "and no enabled action or timer can wake it. Make sure every wait has a producer, or spawn "
+                    "long-lived loops with daemon=True and wait for work with Queue.get().",
                     a,
                 )
                 return False
@@ -1253,12 +1287,15 @@ class World:
                 await trio.sleep(0)
                 continue
             who = self._current.name if self._current is not None else MAIN_ACTOR
+            task = self._current.task if self._current is not None else None
+            where = waiting_at(task)
             self._fail(
                 "blocked-outside",
                 "blocked outside the harness",
                 f"actor '{who}' is blocked on something the harness does not control (a raw trio.sleep, "
-                "trio.Event, memory channel or real I/O) at t={:g}. Use world.sleep, world.Event(), "
-                "world.Queue(), world.Lock() or world.step so the harness can schedule it.".format(self.now),
+                f"trio.Event, memory channel or real I/O){f' at {where}' if where else ''} at t={self.now:g}. "
+                "Use world.sleep, world.Event(), world.Queue(), world.Lock() or world.step so the harness can "
+                "schedule it.",
                 self._current,
             )
             self._wake_controller()

@@ -66,7 +66,8 @@ def test_help_lists_one_group_of_options(pytester: pytest.Pytester) -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--race-seed=abc"], "--race-seed=N (a non-negative integer), random or last"),
+        (["--race-seed=abc"], "--race-seed=N (a whole number in [0, 2**64)), random or last"),
+        (["--race-seed=18446744073709551616"], "--race-seed=N (a whole number in [0, 2**64)), random or last"),
         (["--race-budget=lots"], "--race-budget=RUNS (a whole number of runs >= 1, e.g. 500) or SECONDSs"),
         (["--race-budget=0"], "--race-budget=RUNS (a whole number of runs >= 1"),
         (["--race-budget=-5"], "--race-budget=RUNS (a whole number of runs >= 1"),

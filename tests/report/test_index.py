@@ -103,10 +103,12 @@ def test_index_keeps_earlier_hunts(tmp_path: Path) -> None:
     assert raw.count('href="shared.html"') == 1 and 'href="shared.html"' not in earlier  # now the third hunt's
     assert "calm" not in earlier  # earlier hunts list their counterexample pages
     # a page no hunt recorded (an older harness, a copied file) is linked too; a deleted page is dropped
-    (tmp_path / "stray.html").write_text("<p>old</p>")
+    (tmp_path / "stray.html").write_text('<meta name="generator" content="race-harness 0.1.0"><p>old</p>')
+    (tmp_path / "users-own.html").write_text("<p>the user's own page, not a counterexample</p>")
     (tmp_path / "first-a.html").unlink()
     raw = write_index([], tmp_path, command_line="python -m harness hunt fourth").read_text()
     assert 'href="stray.html"' in raw and "Other counterexample pages in this folder" in raw
+    assert "users-own.html" not in raw  # issue 37: only the harness's own pages are listed
     assert 'href="first-a.html"' not in raw and 'href="second-b.html"' in raw and 'href="shared.html"' in raw
     # the history is data, not trust: a forged entry pointing outside the folder is ignored
     history = tmp_path / ".race-harness-index"
