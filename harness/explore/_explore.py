@@ -902,7 +902,7 @@ def unapplied_entries(plan: Sequence[Entry], chooser: PlanChooser) -> list[str]:
         close = difflib.get_close_matches(target.describe(), list(seen), n=3, cutoff=0.4)
         why = "never occurred" if target not in seen.values() else "changed nothing (its action ran as it would)"
         hint = f"; the closest identities: {'; '.join(repr(c) for c in close)}" if close and why == "never occurred" else ""
-        out.append(f"entry {i} '{e.describe()}' {why}{hint}")
+        out.append(f"entry {i} {e.describe()} {why}{hint}")
     return out
 
 

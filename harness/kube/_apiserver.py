@@ -57,6 +57,16 @@ class WatchEvent:
 Sink = Callable[[WatchEvent], None]
 
 
+#: A request's nominal latency, charged once an instant is busy (below). One millisecond: the order of a
+#: single-object request to a kube-apiserver in-cluster (etcd's own guidance puts a write's commit at a few ms
+#: on good disks; the apiserver's SLO bounds the 99th percentile at 1 s, sig-scalability's api_call_latency).
+#: Charged only in loops, so every run without one keeps its zero-latency schedule and its trace.
+REQUEST_LATENCY = 0.001
+#: Steps at one instant after which requests take :data:`REQUEST_LATENCY`: a twentieth of the livelock limit
+#: (``Limits.max_steps_per_instant``), so a loop of requests moves the clock long before it is called a livelock.
+BUSY_INSTANT = 1_000
+
+
 class APIServer:
     """The cluster's single source of truth.
 
@@ -82,6 +92,12 @@ class APIServer:
     with compaction: :meth:`compact`), so a LIST can be served at an older
     revision and a watch from a compacted revision gets 410 Gone.
 
+    Work takes time: an instant that is :data:`BUSY_INSTANT` steps long is a
+    loop (a controller re-creating what another deletes, while a view waits to
+    catch up); from there each request takes ``request_latency`` seconds
+    (default :data:`REQUEST_LATENCY`), so the loop moves the clock and heals as
+    it would on a cluster, instead of starving the timer that ends it.
+
     Counters: :attr:`calls` maps ``(verb, kind)`` and :attr:`errors` maps
     ``(verb, kind, code)`` to counts, for oracles such as "no 409s".
     """
@@ -96,8 +112,11 @@ class APIServer:
         response_window: float = 1.0,
         stale_window: float = 2.0,
         default_pod_grace: int = 30,
+        request_latency: float = REQUEST_LATENCY,
     ) -> None:
         self._world = world
+        #: seconds a request takes once an instant is busy (see :data:`BUSY_INSTANT`)
+        self.request_latency = request_latency
         #: whether requests (and an informer's re-watch or relist) fail with a timeout by default
         self.transient_errors = transient_errors
         self._ambiguous = ambiguous_writes
@@ -142,7 +161,11 @@ class APIServer:
     async def _enter(self, verb: str, kind: str, namespace: str, name: str, rv: int = 0) -> None:
         ref = object_ref(kind, namespace, name)
         label = f"{verb} {ref}"
-        await self._world.step(label, key=ref, rv=rv or None)
+        world = self._world
+        # Work takes time: at an instant already BUSY_INSTANT steps long (a loop of requests and deliveries),
+        # each request takes its nominal latency, as on a cluster, so a loop that heals there heals here.
+        busy = world.steps_at_instant >= BUSY_INSTANT
+        await world.step(label, key=ref, rv=rv or None, delay=self.request_latency if busy else 0.0)
         checkpoint(self._world, label)
         self._world.touch(("list", kind) if name == "*" else (kind, namespace, name))
         if name != "*":

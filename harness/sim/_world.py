@@ -994,7 +994,8 @@ class World:
         return handle
 
     def step(
-        self, label: str, *, key: str | None = None, rv: int | None = None, window: float = 0.0, follows: bool = False
+        self, label: str, *, key: str | None = None, rv: int | None = None, window: float = 0.0, follows: bool = False,
+        delay: float = 0.0,
     ) -> Awaitable[None]:
         """A yield point (``await world.step(...)``): the harness may run any other enabled action before this one.
 
@@ -1003,10 +1004,28 @@ class World:
         ``follows=True`` marks the continuation of the step just taken (the
         response to a request): it keeps that step's place in the canonical
         order, so the canonical run continues at once, and any other order is
-        a deviation. (A plain function returning the yield itself: one coroutine
-        fewer per step on the hottest path.)
+        a deviation. ``delay`` > 0: the step takes that long (it is enabled
+        ``delay`` seconds from now; work that takes time, such as a request in a
+        loop, see :attr:`steps_at_instant`). (A plain function returning the
+        yield itself: one coroutine fewer per step on the hottest path.)
         """
+        if delay > 0:
+            return self._yield(label, key, rv, ready_ns=later(self._clock_ns(), delay), window=window,
+                               keep_order=follows)
         return self._yield(label, key, rv, window=window, keep_order=follows)
+
+    @property
+    def steps_at_instant(self) -> int:
+        """Steps taken since virtual time last moved (0 on the real clock, where time always moves).
+
+        A loop that takes many steps at one instant is a loop a real cluster
+        spreads over time (every request takes some); a kube structure reads this
+        to charge its work a nominal latency once an instant gets busy, so such a
+        loop heals as it would on a cluster instead of starving the timers.
+        """
+        if self._real is not None or self._now_ns != self._instant[0]:
+            return 0
+        return self._step - self._instant[1]
 
     async def sleep(self, seconds: float, label: str | None = None, *, window: float = 0.0) -> None:
         """Sleep in virtual time (a yield point that becomes enabled after ``seconds``, or up to ``window`` later)."""

@@ -255,6 +255,8 @@ async def _use_every_public_name(world: World) -> None:
     async with lock:
         got["Lock"] = lock.locked()
     await world.step("a step", key="k", rv=1)
+    got["steps_at_instant"] = world.steps_at_instant >= 0  # a count under virtual time, 0 on the real clock
+    await world.step("a step that takes time", delay=0.125)
     await world.sleep(0.5, "a sleep")
     fired: list[str] = []
     got["call_later"] = world.call_later(0.25, lambda: fired.append("later"), label="later").label
