@@ -271,6 +271,8 @@ class _PlanSearch:
         #: plans run and plans known (run or queued) at ``level_reached``
         self.level_done = 0
         self.level_known = 1
+        #: plans queued for the next level, by fault count (each count's queue is cut at the runs left)
+        self._next_by_faults: dict[int, int] = {}
 
     def run(self) -> None:
         """Run to the verdict, the budget or Ctrl-C; what was covered stays in the attributes."""
@@ -286,6 +288,7 @@ class _PlanSearch:
             self.level_reached, self.level_done, self.level_known = depth, 0, len(level)
             self._show()
             nxt: list[Plan] = []
+            self._next_by_faults = {}
             by_faults: dict[int, list[Plan]] = {}
             for p in level:
                 by_faults.setdefault(_fault_count(p), []).append(p)
@@ -345,11 +348,21 @@ class _PlanSearch:
                 seen.add(key)
                 queue.append(sib)
                 self.level_known += 1
+        left = self.runner.runs_left()
         for child in rep.children:
+            if left is not None:
+                # The next level runs each fault count's plans in the order they are queued here, so a plan
+                # queued after the first `left` of its fault count can never run on this budget: it is not
+                # kept (the frontier of a deep proof would otherwise hold millions of plans, GBs of memory).
+                f = _fault_count(child)
+                if self._next_by_faults.get(f, 0) >= left:
+                    continue
             key = frozenset(child)
             if key not in seen and self._fits(child):
                 seen.add(key)
                 nxt.append(child)
+                if left is not None:
+                    self._next_by_faults[f] = self._next_by_faults.get(f, 0) + 1
         self._show()
         return False
 

@@ -191,9 +191,7 @@ def test_faults_all_names_kinds_without_points(models: Path) -> None:
     assert isinstance(missing, list) and "crash: no ControllerProcess" in missing
     assert any(m.startswith("stale_read:") for m in missing)
     # the kinds a model has points for are not listed
-    from pathlib import Path as P
-
-    example = P(__file__).resolve().parents[2] / "examples" / "sieve_unobserved_state.py"
+    example = Path(__file__).resolve().parents[2] / "examples" / "sieve_unobserved_state.py"
     ex = _row(run_cli("hunt", f"{example}:scenario", "--variant", "fixed", "--faults", "all", "--budget", "20",
                       "--json", "--report-dir", str(models / "out")))
     kinds = {m.split(":")[0] for m in ex["faults_without_points"]}  # type: ignore[union-attr]

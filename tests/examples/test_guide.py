@@ -70,3 +70,20 @@ def test_console_blocks_run(tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, *argv[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             pytest.fail(f"{line} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+
+
+def test_every_model_in_the_guide_runs_through_the_cli(tmp_path: Path) -> None:
+    """Issue 37: a model the guide shows whole (a block with its imports and an @h.scenario) runs through
+    `python -m harness hunt FILE:NAME` as written: no usage error, no model error."""
+    models = [code for lang, path, code in _blocks() if lang == "python" and path is None and "@h.scenario" in code]
+    assert models, "the guide shows at least one whole model"
+    for i, code in enumerate(models):
+        names = re.findall(r"^@h\.scenario(?:\(.*\))?\nasync def (\w+)", code, re.M)
+        assert names, f"block {i} marks no scenario it defines"
+        file = tmp_path / f"guide_model_{i}.py"
+        file.write_text(code + "\n")
+        for name in names:
+            done = subprocess.run([sys.executable, "-m", "harness", "hunt", f"{file.name}:{name}", "--budget", "20",
+                                   "--report-dir", "out"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+            assert done.returncode in (0, 1) and "MODEL ERROR" not in done.stdout, done.stdout + done.stderr
+            assert done.returncode == 0, f"{name}: {done.stdout}"

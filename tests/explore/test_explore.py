@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -115,9 +116,25 @@ def test_unknown_strategy_names_the_accepted_ones() -> None:
         h.explore(toys.lost_update, strategy="dfs")
 
 
-def test_seconds_budget_stops_a_clean_search() -> None:
+def ticking(monkeypatch: pytest.MonkeyPatch, step: float) -> list[float]:
+    """A wall clock that moves ``step`` seconds each time it is read: a seconds budget then stops after a number of
+    reads that does not depend on how fast the machine is (issue 37: no test asserts a wall-clock quantity)."""
+    runner = importlib.import_module("harness.explore._runner")  # harness.explore is also explore()'s name
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += step
+        return now[0]
+
+    monkeypatch.setattr(runner, "wall_clock", clock)
+    return now
+
+
+def test_seconds_budget_stops_a_clean_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = ticking(monkeypatch, 0.01)
     result = h.explore(toys.order_violation, strategy="hypothesis", budget="1s", fixed=True)
     assert result.verdict == "none-found" and result.runs > 10
+    assert 1.0 <= now[0] < 1.5  # it stopped once the budget's second had passed on the clock it was given
 
 
 # ----------------------------------------------------------------- determinism
