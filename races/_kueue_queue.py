@@ -174,12 +174,22 @@ class SecondPassQueue:
 
 # --------------------------------------------------------- pkg/queue/cluster_queue.go
 class PendingClusterQueue:
-    """The queue manager's per-CQ heap plus its inadmissible set."""
+    """The queue manager's per-CQ heap plus its inadmissible set.
+
+    ``pop_cycle`` and ``queue_inadmissible_cycle`` are upstream's ``popCycle`` (incremented by every
+    ``Pop``) and ``queueInadmissibleCycle`` (set to ``popCycle`` by ``QueueInadmissibleWorkloads``):
+    a workload popped before a ``QueueInadmissibleWorkloads`` call and requeued after it goes back to
+    the heap, not to the inadmissible set, since the event that made it admissible came while it was
+    being scheduled (``requeueIfNotPresent``, pkg/queue/cluster_queue.go). Without them a node event
+    handled during the workload's scheduling attempt left it inadmissible for ever.
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.heap: dict[str, Info] = {}
         self.inadmissible: dict[str, Info] = {}
+        self.pop_cycle = 0
+        self.queue_inadmissible_cycle = -1
 
     def push_or_update(self, info: Info) -> None:
         self.inadmissible.pop(info.key, None)
@@ -190,6 +200,7 @@ class PendingClusterQueue:
         self.inadmissible.pop(key, None)
 
     def pop(self) -> Info | None:
+        self.pop_cycle += 1
         if not self.heap:
             return None
         best = min(self.heap.values(), key=_order)
@@ -198,7 +209,7 @@ class PendingClusterQueue:
 
     def requeue_if_not_present(self, info: Info, immediate: bool) -> bool:
         key = info.key
-        if immediate:
+        if immediate or self.queue_inadmissible_cycle >= self.pop_cycle:
             self.inadmissible.pop(key, None)
             if key in self.heap:
                 return False
@@ -210,6 +221,7 @@ class PendingClusterQueue:
         return True
 
     def queue_inadmissible_workloads(self) -> bool:
+        self.queue_inadmissible_cycle = self.pop_cycle
         moved = bool(self.inadmissible)
         for key, info in list(self.inadmissible.items()):
             self.heap.setdefault(key, info)
