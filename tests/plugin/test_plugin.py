@@ -362,3 +362,36 @@ def test_buggy(race):
     result = ptr.runpytest("-p", "no:randomly", "--race-report=out")
     result.assert_outcomes(failed=1)
     assert "model error: the scenario raised TypeError at" in result.stdout.str()
+
+
+def test_known_open_scenario_is_an_expected_failure_in_pytest(ptr: pytest.Pytester) -> None:
+    """Issue 37: a user's @h.scenario(known_open=...) fixed variant that fails is reported as an expected failure
+    with the text, as a registered race's known-open fix; its buggy variant is found as usual."""
+    ptr.makepyfile(
+        test_open="""
+import harness as h
+
+@h.scenario(known_open="upstream#1: the fix narrows the window but does not close it")
+async def residual(world, *, fixed=False):
+    store = {"x": 0}
+
+    async def inc():
+        await world.step("read x", key="x")
+        v = store["x"]
+        await world.step("write x", key="x")
+        store["x"] = v + 1
+
+    world.spawn("a", inc)
+    world.spawn("b", inc)
+    world.at_end(lambda: store["x"] == 2 or f"x is {store['x']}", "no lost update")
+
+def test_fixed(race):
+    race.explore(residual, fixed=True)
+
+def test_buggy(race):
+    race.explore(residual, expect="violation", fixed=False)
+"""
+    )
+    result = ptr.runpytest("test_open.py", "-rx", "--race-seed=1")
+    result.assert_outcomes(passed=1, xfailed=1)
+    assert "known open upstream: upstream#1: the fix narrows the window" in result.stdout.str()
