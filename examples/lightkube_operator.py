@@ -101,26 +101,34 @@ class AppOperator:
 
     async def _list_and_watch(self, res: Any, cache: dict[str, Any], on_change: Callable[[str], Awaitable[None]] | None,
                               labels: dict[str, str] | None = None) -> None:
-        """List, then watch from the list's resourceVersion; on any error (410 Gone, a broken stream) list again."""
+        """List, then watch from the list's resourceVersion; on any error (410 Gone, a broken stream, a failed
+        request) back off and list again, and reconcile again every name whose reconcile failed."""
+        failed: set[str] = set()
         while True:
             try:
                 listed = self.client.list(res, namespace=NAMESPACE, labels=labels)
                 fresh = {obj.metadata.name: obj async for obj in listed}
-                changed = sorted(set(cache) | set(fresh))
+                changed = sorted(set(cache) | set(fresh) | failed)
                 cache.clear()
                 cache.update(fresh)
-                for name in changed if on_change else ():
-                    await on_change(name)  # type: ignore[misc]
+                for name in changed:
+                    await self._changed(on_change, name, failed)
                 async for event, obj in self.client.watch(res, namespace=NAMESPACE, labels=labels,
                                                           resource_version=listed.resourceVersion):
                     if event == "DELETED":
                         cache.pop(obj.metadata.name, None)
                     else:
                         cache[obj.metadata.name] = obj
-                    if on_change:
-                        await on_change(obj.metadata.name)
+                    await self._changed(on_change, obj.metadata.name, failed)
             except (ApiError, httpx2.HTTPError):
                 await self.sleep(1.0)  # back off, then list again
+
+    @staticmethod
+    async def _changed(on_change: Callable[[str], Awaitable[None]] | None, name: str, failed: set[str]) -> None:
+        if on_change is not None:
+            failed.add(name)  # until it succeeds: a reconcile that raised runs again after the relist
+            await on_change(name)
+            failed.discard(name)
 
     async def reconcile(self, name: str) -> None:
         app = self.apps.get(name)
