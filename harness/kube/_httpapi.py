@@ -48,7 +48,7 @@ import json
 import re
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -1071,7 +1071,7 @@ class _Watch:
         world.touch(("list", kind))
         if rv and rv != "0":
             start = int(rv)
-            if start > 0 and world.fault(
+            if 0 < start < api.resource_version and world.fault(
                 "compaction", f"{self.name} watch from rv={start} gets 410 Gone (the server compacted past it)",
                 default=self.options.compactions,
             ):
@@ -1187,15 +1187,36 @@ class _Watch:
         self._timer = self._end_timer = None
         self._pending.clear()
 
-    async def chunks(self) -> AsyncIterator[bytes]:
-        """What the client reads: one JSON line per event, in order; each read is a yield point of the client."""
-        while True:
-            item = await self.buffer.get(f"{self.client} reads watch {self.res.kind}")
-            if item is _BROKEN:
-                raise ConnectionResetError(f"{self.name}: the watch connection broke")
-            if item == _END:
-                return
-            yield item
+    async def read(self) -> bytes | None:
+        """The client reads the next chunk: one JSON line per event, in order (a yield point of the client).
+
+        None when the stream ended; raises :class:`ConnectionResetError` when it broke.
+        """
+        item = await self.buffer.get(f"{self.client} reads watch {self.res.kind}")
+        if item is _BROKEN:
+            raise ConnectionResetError(f"{self.name}: the watch connection broke")
+        return None if item == _END else item
+
+
+class _Chunks:
+    """The body of a watch response as an async iterator: a plain class, not an async generator, so a client that
+    stops reading leaves nothing for Trio to finalize. ``broken`` makes the client library's read error."""
+
+    def __init__(self, watch: _Watch, broken: Callable[[str], BaseException]) -> None:
+        self._watch = watch
+        self._broken = broken
+
+    def __aiter__(self) -> _Chunks:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            chunk = await self._watch.read()
+        except ConnectionResetError as exc:
+            raise self._broken(str(exc)) from None
+        if chunk is None:
+            raise StopAsyncIteration
+        return chunk
 
 
 def _event_line(what: str, obj: dict[str, Any]) -> bytes:
@@ -1262,12 +1283,8 @@ def _watch_body_class(http: Any) -> type:
                 self._watch = watch
                 self._request = request
 
-            async def __aiter__(self) -> AsyncIterator[bytes]:
-                try:
-                    async for chunk in self._watch.chunks():
-                        yield chunk
-                except ConnectionResetError as exc:
-                    raise http.ReadError(str(exc), request=self._request) from None
+            def __aiter__(self) -> _Chunks:
+                return _Chunks(self._watch, lambda why: http.ReadError(why, request=self._request))
 
             async def aclose(self) -> None:
                 self._watch.stop()
