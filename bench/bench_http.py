@@ -63,7 +63,8 @@ class AppOperatorModel:
         self.secrets = Informer(world, api, "Secret", name="model/informer/Secret")
         self.queue = world.Queue()
         self.apps.add_event_handler(lambda o: self.queue.put_nowait(o.name),
-                                    lambda _o, n: self.queue.put_nowait(n.name), lambda o: self.queue.put_nowait(o.key.split("/")[-1]))
+                                    lambda _o, n: self.queue.put_nowait(n.name),
+                                    lambda o: self.queue.put_nowait(o.key.split("/")[-1]))
 
     async def run(self) -> None:
         self.apps.start()
