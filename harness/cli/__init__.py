@@ -45,6 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _replay._replay(args)
         if args.command == "live":
             return _live._live(args)
+        if args.command == "serve":
+            from . import _serve
+
+            return _serve.run(args)
         parser.print_help()
         return 2
     except (UsageError, TraceFileError) as exc:

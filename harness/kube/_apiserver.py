@@ -18,13 +18,16 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.sim import World
 
-from ._errors import AlreadyExists, ApiError, Conflict, Gone, Invalid, NotFound, ServerTimeout
+from ._errors import AlreadyExists, ApiError, Conflict, Gone, Invalid, NotFound, ServerTimeout, Timeout
 from ._objects import BUILTIN_KINDS, KubeObject, OwnerReference, copy_json, object_ref
 from ._process import checkpoint
+
+if TYPE_CHECKING:
+    from ._httpapi import Transport
 
 #: Finalizers the apiserver adds for ``propagationPolicy`` (``metav1.FinalizerDeleteDependents`` and
 #: ``metav1.FinalizerOrphanDependents``); the garbage collector removes them.
@@ -136,6 +139,8 @@ class APIServer:
         self._uids = 0
         self._generated = 0  # generateName's sequence
         self._awaiting_kubelet: dict[str, bool] = {}  # pod uid -> graceful delete waits for the kubelet
+        #: the revision the last LIST was served at (the list's ``metadata.resourceVersion``)
+        self.listed_rv = 0
         self.calls: dict[tuple[str, str], int] = {}
         self.errors: dict[tuple[str, str, int], int] = {}
         # Reports find the run's apiservers here to snapshot objects per step (harness.report).
@@ -267,16 +272,36 @@ class APIServer:
         selector: dict[str, str] | None = None,
         *,
         resource_version: str = "",
+        at: int | None = None,
     ) -> builtins.list[KubeObject]:
         """LIST objects of a kind, in creation order, optionally by namespace and label selector.
 
         ``resource_version="0"`` lets the server answer from its watch cache,
-        which may lag (the ``stale_read`` fault); the default is a quorum read.
+        which may lag (the ``stale_read`` fault); a revision ``"N"`` is served
+        "not older than" it (the cache may lag, but never behind ``N``; past the
+        current revision it is 504 "Too large resource version"); the default
+        is a quorum read. ``at=N`` is the state exactly at revision ``N`` (a
+        ``continue`` token's snapshot, ``resourceVersionMatch=Exact``): 410 Gone
+        once compacted.
         """
         await self._enter("list", kind, namespace or "", "*")
-        if resource_version == "0":
-            stale = self.stale_revision(kind, f"list {kind} served by a lagging watch cache")
+        self.listed_rv = self._rv if at is None else at
+        if at is not None:  # an exact revision: etcd's snapshot, gone once compacted
+            if at < self.compacted_rv:
+                raise self._error("list", kind, Gone.of(kind, at, self.compacted_rv))
+            return [
+                o.deepcopy()
+                for o in self.snapshot_at(kind, at)
+                if (namespace is None or o.namespace == namespace) and o.matches(selector)
+            ]
+        floor = int(resource_version) if resource_version.isdigit() else -1
+        if floor > self._rv:  # cacher.go waitUntilFreshAndBlock gives up: storage.NewTooLargeResourceVersionError
+            raise self._error("list", kind, Timeout(
+                f"Too large resource version: {floor}, current: {self._rv}"))
+        if floor >= 0:
+            stale = self.stale_revision(kind, f"list {kind} served by a lagging watch cache", not_older_than=floor)
             if stale is not None:
+                self.listed_rv = stale[0]
                 if self._world.noting:
                     self._world.note(f"LIST {kind} served by a lagging watch cache at rv={stale[0]} (the revision "
                                      f"of {stale[1]}; the apiserver is at rv={self._rv})", kind="list", rv=stale[0],
@@ -354,10 +379,51 @@ class APIServer:
         new.annotations = dict(obj.annotations)
         new.owner_references = list(obj.owner_references)
         new.finalizers = list(obj.finalizers)
+        new.extra = copy_json(obj.extra)
         if obj.spec != cur.spec:
             new.spec = copy_json(obj.spec)
             new.generation = cur.generation + 1
         return self._write(cur, new).deepcopy()
+
+    async def _rewrite(
+        self, verb: str, kind: str, namespace: str, name: str, build: Callable[[KubeObject], KubeObject],
+        *, status_only: bool = False, keep_status: bool = True,
+    ) -> KubeObject:
+        """An update whose new object is computed from the current one at the commit: PATCH over HTTP.
+
+        ``handlers/patch.go`` hands ``applyPatch`` to the store as a
+        ``rest.DefaultUpdatedObjectInfo`` transform, which ``GuaranteedUpdate``
+        runs on the object it read: a patch never conflicts unless the patched
+        object carries a resourceVersion (or uid) that no longer holds. ``build``
+        gets a copy of the current object and returns the patched one (it may
+        raise an :class:`ApiError`); the server keeps what it owns (uid,
+        timestamps), bumps ``generation`` when ``spec`` changed, and
+        ``status_only`` keeps everything but ``status`` (the status subresource);
+        otherwise ``status`` is kept, as the main resource's strategy does,
+        unless ``keep_status=False`` (a kind without a status subresource).
+        """
+        ref = object_ref(kind, namespace, name)
+        await self._enter(verb, kind, namespace, name)
+        cur = self._get(verb, kind, namespace, name)
+        try:
+            obj = build(cur.deepcopy())
+        except ApiError as err:
+            raise self._error(verb, kind, err, ref) from None
+        self._check_update(verb, obj, cur)
+        new = cur.deepcopy()
+        if status_only:
+            new.status = copy_json(obj.status)
+        else:
+            new.labels, new.annotations = dict(obj.labels), dict(obj.annotations)
+            new.owner_references, new.finalizers = list(obj.owner_references), list(obj.finalizers)
+            new.extra = copy_json(obj.extra)
+            if not keep_status:
+                new.status = copy_json(obj.status)
+            if obj.spec != cur.spec:
+                new.spec = copy_json(obj.spec)
+                new.generation = cur.generation + 1
+        out = self._write(cur, new).deepcopy()
+        return await self._respond(verb, kind, ref, out)
 
     async def _update_status(self, obj: KubeObject) -> KubeObject:
         """PUT .../status: writes only ``status``, yet is RV-checked and bumps the object's RV."""
@@ -601,6 +667,32 @@ class APIServer:
         if not new.finalizers:
             return self._remove(new)
         return self._commit(new, MODIFIED)
+
+    # ------------------------------------------------------------ HTTP API
+    def transport(
+        self,
+        client: str = "client",
+        *,
+        max_lag: float | None = None,
+        latency: float = 0.0,
+        watch_drops: bool = False,
+        watch_ends: bool = False,
+        compactions: bool = False,
+    ) -> Transport:
+        """An httpx transport speaking the Kubernetes API to this apiserver, for a real client inside the world.
+
+        ``lightkube.AsyncClient(config, transport=api.transport(client="op"))``
+        or ``httpx.AsyncClient(transport=..., base_url="http://kube")``: every
+        request is this apiserver's own yield point (and a write's response its
+        own), and each watch connection is a stream of deliveries named
+        ``"<client>/watch/<Kind>"`` with an informer's window (``max_lag``,
+        ``latency``) and fault points (``watch_drops``, ``watch_ends``,
+        ``compactions``). See ``harness/kube/_httpapi.py``.
+        """
+        from ._httpapi import Transport
+
+        return Transport(self, client, max_lag=max_lag, latency=latency, watch_drops=watch_drops,
+                         watch_ends=watch_ends, compactions=compactions)
 
     # ---------------------------------------------------------------- watch
     def watch(self, kind: str, sink: Sink) -> Callable[[], None]:

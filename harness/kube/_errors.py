@@ -10,6 +10,8 @@ lets one escape gets the ordinary "actor raised Conflict" verdict::
      +-- Conflict        409 Conflict (stale resourceVersion, failed precondition)
      +-- Invalid         422 Invalid
      +-- ServerTimeout   500 ServerTimeout (an injected transient fault)
+     +-- Timeout         504 Timeout (a LIST at a resourceVersion the server has not reached)
+     +-- Gone            410 Expired (a revision the watch cache compacted away)
 
 ``ProcessCrashed`` is different: it is how a crashed controller's actor unwinds
 (see :class:`harness.kube.ControllerProcess`), and it derives from
@@ -96,6 +98,13 @@ class ServerTimeout(ApiError):
         return cls(
             f"The {verb} operation against {resource(kind)} could not be completed at this time, please try again."
         )
+
+
+class Timeout(ApiError):
+    """504: ``errors.NewTimeoutError``, e.g. a LIST "not older than" a revision the server has not reached."""
+
+    reason = "Timeout"
+    code = 504
 
 
 class Gone(ApiError):

@@ -561,16 +561,9 @@ class Informer:
             assert isinstance(d, _Delta)
             ev = d.event
             obj = ev.object
-            # labels read whole with their revisions and without them (a plan entry's identity drops "rv=N")
-            head = f"{ev.type} {obj.key} rv={obj.resource_version}"
-            drop = world.fault("watch_drop", f"{self.name} watch drops before {head} is sent; relists after backoff",
-                               key=obj.ref, default=self.watch_drops)
-            if drop or world.fault(
-                "watch_end",
-                f"{self.name} watch ends before {head} is sent; resumes from the last received rv={self._last_rv}",
-                key=obj.ref,
-                default=self.watch_ends,
-            ):
+            broke = watch_break(world, self.name, ev, self._last_rv, drops=self.watch_drops, ends=self.watch_ends)
+            if broke is not None:
+                drop = broke == "drop"
                 if world.noting:
                     self._note_lost(list(fifo)[i:], drop)
                 while len(fifo) > i:
@@ -927,13 +920,8 @@ class Informer:
     def _note_lost(self, lost: builtins.list[_Delta | _Replace], drop: bool) -> None:
         """The note of a broken watch: the events it lost (never sent, so never delivered) and what comes next."""
         events = [d.event for d in lost if isinstance(d, _Delta)]
-        said = ", ".join(f"{e.type} {e.object.key} rv={e.object.resource_version}" for e in events)
         then = "relist after backoff" if drop else f"re-watch from rv={self._last_rv}"
-        self._world.note(
-            f"watch {'drops' if drop else 'ends'}: lost (never delivered) {said}; {then}", kind="watch",
-            keys=[e.object.ref for e in events], lost=[f"{e.type} {e.object.key} rv={e.object.resource_version}"
-                                                        for e in events], drop=drop, rv=self._last_rv,
-        )
+        note_lost(self._world, events, drop, then, rv=self._last_rv)
 
     # ---------------------------------------------------------------- resync
     def _schedule_resync(self) -> None:
@@ -950,6 +938,40 @@ class Informer:
                 self._notify("update", obj, obj)
         self._schedule_resync()
 
+
+
+def watch_break(
+    world: World, name: str, ev: WatchEvent, last_rv: int, *, drops: bool, ends: bool,
+    drop_then: str = "relists after backoff", end_then: str | None = None,
+) -> str | None:
+    """The two reception fault points of one watch event: does the watch break before ``ev`` is sent?
+
+    ``"drop"`` (``watch_drop``: the watch ends with an error), ``"end"``
+    (``watch_end``: it closes cleanly) or None. Shared by the informer's
+    reflector and the HTTP API's watch connections (``_httpapi.py``), so a
+    plan names a broken watch the same way whoever reads it; ``drop_then`` and
+    ``end_then`` say what the reader does next.
+    """
+    obj = ev.object
+    # labels read whole with their revisions and without them (a plan entry's identity drops "rv=N")
+    head = f"{ev.type} {obj.key} rv={obj.resource_version}"
+    if world.fault("watch_drop", f"{name} watch drops before {head} is sent; {drop_then}", key=obj.ref,
+                   default=drops):
+        return "drop"
+    then = end_then if end_then is not None else f"resumes from the last received rv={last_rv}"
+    if world.fault("watch_end", f"{name} watch ends before {head} is sent; {then}", key=obj.ref, default=ends):
+        return "end"
+    return None
+
+
+def note_lost(world: World, events: builtins.list[WatchEvent], drop: bool, then: str, *, rv: int = 0) -> None:
+    """The note of a broken watch: the events it lost (never sent, so never delivered) and what comes next."""
+    said = ", ".join(f"{e.type} {e.object.key} rv={e.object.resource_version}" for e in events)
+    world.note(
+        f"watch {'drops' if drop else 'ends'}: lost (never delivered) {said}; {then}", kind="watch",
+        keys=[e.object.ref for e in events], lost=[f"{e.type} {e.object.key} rv={e.object.resource_version}"
+                                                    for e in events], drop=drop, rv=rv,
+    )
 
 
 def informers_of(world: World) -> list[Informer]:

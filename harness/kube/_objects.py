@@ -81,6 +81,10 @@ class KubeObject:
     creation_timestamp: float = 0.0
     spec: dict[str, Any] = field(default_factory=dict)
     status: dict[str, Any] = field(default_factory=dict)
+    #: every other top-level field of the object's JSON (``apiVersion``, a ConfigMap's ``data``, a Secret's
+    #: ``type``, a Role's ``rules``), and under ``"metadata"`` the metadata fields not above (``generateName``):
+    #: what the HTTP API (``_httpapi.py``) keeps so that a whole body round-trips; models rarely need it
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -110,6 +114,7 @@ class KubeObject:
             self.creation_timestamp,
             copy_json(self.spec),
             copy_json(self.status),
+            copy_json(self.extra) if self.extra else {},
         )
 
     def controller_owner(self) -> OwnerReference | None:

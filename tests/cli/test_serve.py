@@ -1,0 +1,85 @@
+"""``python -m harness serve``: kubectl against the simulated apiserver on a loopback port (the real clock)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBECTL = shutil.which("kubectl")
+CONFIGMAP = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: demo
+  labels: {app: demo}
+data:
+  key: %s
+"""
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (Debian: apt-get install kubernetes-client)")
+def test_kubectl_against_serve(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    server = subprocess.Popen([sys.executable, "-m", "harness", "serve", "--kubeconfig", str(kubeconfig),
+                               "--seconds", "60"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert server.stdout is not None
+        first = server.stdout.readline()
+        assert "serving the Kubernetes API on http://127.0.0.1:" in first, first
+
+        def kubectl(*argv: str, check: bool = True) -> str:
+            # openapi is not served: kubectl's client-side validation must be off (--validate=false)
+            done = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), *argv], capture_output=True,
+                                  text=True, timeout=30)
+            if check and done.returncode != 0:
+                pytest.fail(f"kubectl {' '.join(argv)} exited {done.returncode}: {done.stderr}")
+            return done.stdout
+
+        manifest = tmp_path / "cm.yaml"
+        manifest.write_text(CONFIGMAP % "one")
+        assert "configmap/demo created" in kubectl("apply", "--validate=false", "-f", str(manifest))
+        watch = subprocess.Popen([str(KUBECTL), "--kubeconfig", str(kubeconfig), "get", "configmaps", "-w",
+                                  "-o", "json", "--output-watch-events"], stdout=subprocess.PIPE, text=True)
+        manifest.write_text(CONFIGMAP % "two")  # a second apply: a strategic merge patch of the difference
+        assert "configmap/demo configured" in kubectl("apply", "--validate=false", "-f", str(manifest))
+        got = json.loads(kubectl("get", "configmap", "demo", "-o", "json"))
+        assert got["data"] == {"key": "two"} and got["metadata"]["labels"] == {"app": "demo"}
+        assert "kubectl.kubernetes.io/last-applied-configuration" in got["metadata"]["annotations"]
+        kubectl("patch", "configmap", "demo", "--type=merge", "-p", '{"data":{"extra":"x"}}')
+        kubectl("patch", "configmap", "demo", "--type=json", "-p", '[{"op":"remove","path":"/data/key"}]')
+        assert json.loads(kubectl("get", "configmap", "demo", "-o", "json"))["data"] == {"extra": "x"}
+        missing = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), "get", "configmap", "nope"],
+                                 capture_output=True, text=True, timeout=30)
+        assert missing.returncode != 0 and 'configmaps "nope" not found' in missing.stderr
+        assert 'configmap "demo" deleted' in kubectl("delete", "configmap", "demo")
+        time.sleep(1.0)
+        watch.terminate()
+        out, _ = watch.communicate(timeout=10)
+        events = [json.loads(doc) for doc in _documents(out)]
+        kinds = [e["type"] for e in events]
+        assert kinds[0] == "ADDED" and kinds[-1] == "DELETED" and "MODIFIED" in kinds, kinds
+        assert json.loads(kubectl("get", "configmaps", "-o", "json"))["items"] == []
+    finally:
+        server.terminate()
+        server.communicate(timeout=10)
+
+
+def _documents(text: str) -> list[str]:
+    """Split kubectl's stream of pretty-printed JSON documents."""
+    docs, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                docs.append(text[start:i + 1])
+    return docs
