@@ -231,6 +231,18 @@ class APIServer:
         elif obj.resource_version != cur.resource_version:
             raise self._error(verb, obj.kind, Conflict.modified(obj.kind, obj.name), obj.ref)
 
+    def _check_no_new_finalizers(self, verb: str, cur: KubeObject, new: KubeObject) -> None:
+        """``ValidateNoNewFinalizers``: an object being deleted may lose finalizers, never gain one (422)."""
+        if cur.deletion_timestamp is None:
+            return
+        extra = sorted(set(new.finalizers) - set(cur.finalizers))
+        if extra:
+            qualified = cur.kind if cur.kind in BUILTIN_KINDS else f"{cur.kind}.{cur.kind.lower()}"
+            found = ", ".join(f'"{f}"' for f in extra)
+            raise self._error(verb, cur.kind, Invalid(
+                f'{qualified} "{cur.name}" is invalid: metadata.finalizers: Forbidden: no new finalizers can be '
+                f"added if the object is being deleted, found new finalizers []string{{{found}}}"), cur.ref)
+
     # ---------------------------------------------------------------- reads
     async def get(self, kind: str, namespace: str, name: str) -> KubeObject:
         """GET one object (a quorum read: always the latest committed state)."""
@@ -334,6 +346,7 @@ class APIServer:
         if obj.spec != cur.spec:
             new.spec = copy_json(obj.spec)
             new.generation = cur.generation + 1
+        self._check_no_new_finalizers("update", cur, new)
         return self._write(cur, new).deepcopy()
 
     async def _update_status(self, obj: KubeObject) -> KubeObject:
@@ -388,6 +401,7 @@ class APIServer:
                 if not all(isinstance(r, OwnerReference) for r in refs):
                     raise self._error(verb, kind, Invalid("metadata.ownerReferences must be OwnerReference values"))
                 new.owner_references = list(refs)
+            self._check_no_new_finalizers(verb, cur, new)
         return self._write(cur, new).deepcopy()
 
     async def _apply_status(
@@ -425,8 +439,14 @@ class APIServer:
         a Pod bound to a node with a grace period > 0, until the kubelet
         confirms (:meth:`confirm_delete`, or the grace period expires). A Pod
         without ``spec.nodeName`` and an object without finalizers go at once.
-        ``propagation`` is ``"Background"`` (default), ``"Foreground"`` (adds
-        the ``foregroundDeletion`` finalizer) or ``"Orphan"`` (adds ``orphan``).
+        ``propagation`` is ``"Background"``, ``"Foreground"`` (the
+        ``foregroundDeletion`` finalizer) or ``"Orphan"`` (``orphan``); as
+        ``deletionFinalizersForGarbageCollection``, an explicit policy replaces
+        whichever of the two the object carries (Background drops both), and
+        None keeps the first one it carries. Setting the deletionTimestamp bumps
+        ``metadata.generation``. Deleting an object that already waits for its
+        finalizers changes only those two finalizers (and removes the object if
+        none is left); a Pod in its grace period ignores the options.
 
         Returns the object as deleted or as now terminating (client-go returns
         only an error; the object helps tests).
@@ -444,15 +464,20 @@ class APIServer:
             )
         if propagation not in (None, "Background", "Foreground", "Orphan"):
             raise self._error("delete", kind, Invalid(f"unsupported propagationPolicy {propagation!r}"))
-        if cur.deletion_timestamp is not None:
-            if kind == "Pod" and grace_period_seconds == 0 and self._awaiting_kubelet.get(cur.uid):
+        if cur.deletion_timestamp is not None and self._awaiting_kubelet.get(cur.uid):
+            # rest.BeforeDelete: a graceful deletion is pending; only the kubelet's final delete (grace 0)
+            # ends it, and "finalizers cannot be updated via DeleteOptions if a deletion is already pending"
+            if kind == "Pod" and grace_period_seconds == 0:
                 return self._finish_pod(cur).deepcopy()
             return cur.deepcopy()
-        finalizers = list(cur.finalizers)
-        if propagation == "Foreground" and FOREGROUND_FINALIZER not in finalizers:
-            finalizers.append(FOREGROUND_FINALIZER)
-        if propagation == "Orphan" and ORPHAN_FINALIZER not in finalizers:
-            finalizers.append(ORPHAN_FINALIZER)
+        finalizers = deletion_finalizers(cur.finalizers, propagation)
+        if cur.deletion_timestamp is not None:
+            # Deleting again an object that waits for its finalizers: store.go Delete still runs
+            # updateForGracefulDeletionAndFinalizers, so an explicit propagationPolicy swaps the GC finalizers
+            # (Background drops them: with no finalizer left the object goes); the deletionTimestamp stays.
+            new = cur.deepcopy()
+            new.finalizers = finalizers
+            return self._write(cur, new).deepcopy()
         grace = 0
         if kind == "Pod" and cur.spec.get("nodeName"):
             default = int(cur.spec.get("terminationGracePeriodSeconds", self._default_grace))
@@ -463,6 +488,11 @@ class APIServer:
         new.deletion_grace_period_seconds = grace
         if not finalizers and grace == 0:
             return self._remove(new).deepcopy()
+        if new.generation > 0:
+            # The deletion mark is a change controllers must hear of even through GenerationChangedPredicate:
+            # rest.BeforeDelete (graceful) and store.go markAsDeleting (finalizers) bump a set generation once,
+            # when the deletionTimestamp is first set (store_test.go: "Deletion didn't increase Generation").
+            new.generation += 1
         if grace > 0:
             self._awaiting_kubelet[cur.uid] = True
             pod_uid = cur.uid
@@ -693,6 +723,30 @@ class APIServer:
             if self._world.fault("stale_read", f"{label} at the revision of {name}", key=kind, default=self._stale):
                 return rv, name, until
         return None
+
+
+def deletion_finalizers(finalizers: list[str], propagation: str | None) -> list[str]:
+    """The finalizers a DELETE with ``propagation`` leaves on an object (``deletionFinalizersForGarbageCollection``).
+
+    ``registry/store.go`` ``shouldOrphanDependents``/``shouldDeleteDependents``:
+    an explicit policy decides both garbage-collector finalizers (Orphan: only
+    ``orphan``; Foreground: only ``foregroundDeletion``; Background: neither);
+    without one, the first of the two the object carries stays (the default
+    policy of every kind here is background). Other finalizers keep their
+    order; the list is rebuilt only when the set changes.
+    """
+    gc = (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)
+    if propagation is None:
+        first = next((f for f in finalizers if f in gc), None)
+        orphan, foreground = first == ORPHAN_FINALIZER, first == FOREGROUND_FINALIZER
+    else:
+        orphan, foreground = propagation == "Orphan", propagation == "Foreground"
+    new = [f for f in finalizers if f not in gc]
+    if orphan:
+        new.append(ORPHAN_FINALIZER)
+    if foreground:
+        new.append(FOREGROUND_FINALIZER)
+    return list(finalizers) if set(new) == set(finalizers) else new
 
 
 #: the footprint resource of the revision counter (and the history it indexes), shared by every kind

@@ -276,6 +276,121 @@ def test_finalizer_holds_object() -> None:
     assert box["after"] is None
 
 
+def test_deletion_mark_bumps_generation() -> None:
+    """Setting deletionTimestamp bumps ``metadata.generation`` once, so ``GenerationChangedPredicate`` hears it.
+
+    Upstream: ``registry/store_test.go`` ``TestNonGracefulStoreHandleFinalizers`` and
+    ``TestStoreDeletionPropagation`` ("Deletion didn't increase Generation"): ``store.go`` ``markAsDeleting``
+    (an object held by finalizers) and ``rest.BeforeDelete`` (a graceful delete) bump a set generation when
+    the deletionTimestamp is first set, and a later DELETE of the terminating object does not bump it again.
+    """
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        job = await api.create(KubeObject("Job", "ns", "j", finalizers=["example.com/cleanup"]))
+        marked = await api.delete("Job", "ns", "j")
+        again = await api.delete("Job", "ns", "j")
+        pod = await api.create(KubeObject("Pod", "ns", "p", spec={"nodeName": "n1"}))
+        graceful = await api.delete("Pod", "ns", "p")
+        box["job"] = (job.generation, marked.generation, again.generation, again.resource_version - marked.resource_version)
+        box["pod"] = (pod.generation, graceful.generation)
+
+    box = check(body)
+    assert box["job"] == (1, 2, 2, 0)  # the repeated DELETE changes nothing: no write at all
+    assert box["pod"] == (1, 2)
+
+
+@pytest.mark.parametrize(
+    ("existing", "policy", "expected"),
+    [
+        # registry/store_test.go TestStoreDeletionPropagation, the defaultDeleteStrategy rows (every kind here has
+        # the background default); None = the object is gone at once (expectedNotFound)
+        ([], "Foreground", ["foregroundDeletion"]),
+        ([], "Background", None),
+        ([], "Orphan", ["orphan"]),
+        ([], None, None),
+        (["orphan"], "Foreground", ["foregroundDeletion"]),
+        (["orphan"], "Background", None),
+        (["orphan"], "Orphan", ["orphan"]),
+        (["orphan"], None, ["orphan"]),
+        (["foregroundDeletion"], "Foreground", ["foregroundDeletion"]),
+        (["foregroundDeletion"], "Background", None),
+        (["foregroundDeletion"], "Orphan", ["orphan"]),
+        (["foregroundDeletion"], None, ["foregroundDeletion"]),
+        # TestStoreHandleFinalizers-style rows: other finalizers keep their place, a changed set is rebuilt
+        (["foo.com/x", "orphan", "bar.com/y"], "Orphan", ["foo.com/x", "orphan", "bar.com/y"]),
+        (["foo.com/x", "bar.com/y"], "Orphan", ["foo.com/x", "bar.com/y", "orphan"]),
+        (["foo.com/x", "orphan", "bar.com/y"], "Background", ["foo.com/x", "bar.com/y"]),
+    ],
+)
+def test_explicit_propagation_replaces_the_other_gc_finalizer(
+    existing: list[str], policy: str | None, expected: list[str] | None
+) -> None:
+    """An explicit ``propagationPolicy`` decides both GC finalizers; none given keeps the one the object carries.
+
+    Upstream: ``registry/store.go`` ``deletionFinalizersForGarbageCollection`` (``shouldOrphanDependents``,
+    ``shouldDeleteDependents``) and its table ``TestStoreDeletionPropagation``: an object carrying ``orphan``
+    deleted with Background goes at once; Foreground over ``orphan`` leaves ``foregroundDeletion`` alone.
+    """
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await api.create(KubeObject("Widget", "ns", "w", finalizers=list(existing)))
+        await api.delete("Widget", "ns", "w", propagation=policy)
+        left = api.peek("Widget", "ns", "w")
+        box["finalizers"] = None if left is None else left.finalizers
+        box["generation"] = None if left is None else left.generation
+
+    box = check(body)
+    assert box["finalizers"] == expected
+    if expected is not None:
+        assert box["generation"] == 2
+
+
+def test_a_second_delete_swaps_the_gc_finalizers_of_a_terminating_object() -> None:
+    """A stuck foreground deletion is cut short by deleting again in background (``store.go`` Delete runs
+    ``updateForGracefulDeletionAndFinalizers`` on a terminating object whose grace is not pending)."""
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await api.create(KubeObject("Widget", "ns", "w"))
+        first = await api.delete("Widget", "ns", "w", propagation="Foreground")
+        await api.delete("Widget", "ns", "w", propagation="Orphan")
+        box["swapped"] = (first.deletion_timestamp, api.peek("Widget", "ns", "w"))
+        await api.delete("Widget", "ns", "w", propagation="Background")
+        box["after"] = api.peek("Widget", "ns", "w")
+
+    box = check(body)
+    when, swapped = box["swapped"]
+    assert swapped is not None and swapped.finalizers == ["orphan"] and swapped.deletion_timestamp == when
+    assert box["after"] is None
+
+
+def test_no_new_finalizers_while_deleting() -> None:
+    """A finalizer added to an object being deleted is refused with 422 Invalid; removing one is fine.
+
+    Upstream: apimachinery ``api/validation/objectmeta.go`` ``ValidateObjectMetaAccessorUpdate`` calls
+    ``ValidateNoNewFinalizers`` when the old object has a deletionTimestamp: "no new finalizers can be added
+    if the object is being deleted, found new finalizers []string{...}" (field.Forbidden, so 422 Invalid).
+    """
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await api.create(KubeObject("Widget", "ns", "w", finalizers=["a.io/x"]))
+        held = await api.delete("Widget", "ns", "w")
+        await expect_error(box, "patch", api.patch("Widget", "ns", "w", {"metadata": {"finalizers": ["a.io/x", "b.io/y"]}}))
+        stale = held.deepcopy()
+        stale.finalizers = ["c.io/z"]
+        await expect_error(box, "update", api.update(stale))
+        box["unchanged"] = api.peek("Widget", "ns", "w")
+        live = await api.create(KubeObject("Widget", "ns", "fresh"))
+        await api.patch("Widget", "ns", "fresh", {"metadata": {"finalizers": ["b.io/y"]}})  # not deleting: fine
+        box["fresh"] = (api.peek("Widget", "ns", "fresh") or live).finalizers
+        await api.patch("Widget", "ns", "w", {"metadata": {"finalizers": []}})  # removing is allowed
+        box["after"] = api.peek("Widget", "ns", "w")
+
+    box = check(body)
+    for verb in ("patch", "update"):
+        assert isinstance(box[verb], Invalid) and box[verb].code == 422, box[verb]
+    assert str(box["patch"]) == ('Widget.widget "w" is invalid: metadata.finalizers: Forbidden: no new finalizers can '
+                                 'be added if the object is being deleted, found new finalizers []string{"b.io/y"}')
+    assert 'found new finalizers []string{"c.io/z"}' in str(box["update"])
+    assert box["unchanged"].finalizers == ["a.io/x"]
+    assert box["fresh"] == ["b.io/y"] and box["after"] is None
+
+
 def test_transient_errors_are_a_choice_defaulting_to_success() -> None:
     boxes: list[dict[str, Any]] = []
 
