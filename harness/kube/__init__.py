@@ -29,6 +29,8 @@ from ._errors import Invalid as Invalid
 from ._errors import NotFound as NotFound
 from ._errors import ProcessCrashed as ProcessCrashed
 from ._errors import ServerTimeout as ServerTimeout
+from ._errors import Timeout as Timeout
+from ._errors import TooLargeResourceVersion as TooLargeResourceVersion
 from ._events import CreateEvent as CreateEvent
 from ._events import DeleteEvent as DeleteEvent
 from ._events import EnqueueRequestForObject as EnqueueRequestForObject
@@ -79,7 +81,8 @@ __all__ = [
     "Backoff", "BucketRateLimiter", "Conflict", "Controller", "ControllerExpectations", "ControllerProcess",
     "DeletedFinalStateUnknown", "GarbageCollector", "Informer", "Invalid", "ItemExponentialFailureRateLimiter",
     "KubeObject", "Lister", "MaxOfRateLimiter", "NotFound", "OwnerReference", "ProcessCrashed", "RateLimiter",
-    "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout", "Gone", "ShutDown", "WatchEvent",
+    "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout", "Gone", "ShutDown", "Timeout",
+    "TooLargeResourceVersion", "WatchEvent",
     "WorkQueue", "controller_ref", "copy_json", "default_controller_rate_limiter", "merge_patch",
     "retry_on_conflict", "apiservers_of", "informers_of",
     # status conditions with apimachinery's semantics (_conditions.py)

@@ -20,9 +20,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.sim import World
+from harness.sim import Event, World
 
-from ._errors import AlreadyExists, ApiError, Conflict, Gone, Invalid, NotFound, ServerTimeout
+from ._errors import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    Gone,
+    Invalid,
+    NotFound,
+    ServerTimeout,
+    TooLargeResourceVersion,
+)
 from ._objects import BUILTIN_KINDS, KubeObject, OwnerReference, copy_json, object_ref
 from ._process import checkpoint
 
@@ -36,6 +45,10 @@ ORPHAN_FINALIZER = "orphan"
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _NAME_SPACE = len(_NAME_ALPHABET) ** 5
 _MAX_GENERATED_PREFIX = 58
+
+#: ``cacher/watch_cache.go`` ``blockTimeout``: how long a LIST at a resourceVersion the watch cache has not
+#: reached waits for it before the 504 "Too large resource version"
+BLOCK_TIMEOUT = 3.0
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -117,6 +130,7 @@ class APIServer:
         self._uids = 0
         self._generated = 0  # generateName's sequence
         self._awaiting_kubelet: dict[str, bool] = {}  # pod uid -> graceful delete waits for the kubelet
+        self._fresh_waiters: builtins.list[tuple[int, Event]] = []  # (revision, Event) of LISTs waiting for it
         self.calls: dict[tuple[str, str], int] = {}
         self.errors: dict[tuple[str, str, int], int] = {}
         # Reports find the run's apiservers here to snapshot objects per step (harness.report).
@@ -171,6 +185,9 @@ class APIServer:
         self._log.append((self._world.now, event))
         for sink in self._watchers.get(kind, ()):
             sink(event)
+        for rv, fresh in self._fresh_waiters:
+            if rv <= self._rv:
+                fresh.set()
 
     def _commit(self, obj: KubeObject, event_type: str) -> KubeObject:
         """Store ``obj`` (owned by the server from now on) under a new revision and fan it out."""
@@ -256,25 +273,85 @@ class APIServer:
         selector: dict[str, str] | None = None,
         *,
         resource_version: str = "",
+        resource_version_match: str = "",
     ) -> builtins.list[KubeObject]:
         """LIST objects of a kind, in creation order, optionally by namespace and label selector.
 
-        ``resource_version="0"`` lets the server answer from its watch cache,
-        which may lag (the ``stale_read`` fault); the default is a quorum read.
+        ``resource_version`` as ``ListOptions``: ``""`` is a quorum read (the
+        latest state); ``"0"`` lets the server answer from its watch cache,
+        which may lag (the ``stale_read`` fault); a revision ``"N"`` is served
+        not older than N (``resource_version_match="NotOlderThan"``, the
+        default), or at exactly N (``"Exact"``; 410 :class:`Gone` once
+        compacted). A revision the server has not reached waits for it up to
+        ``BLOCK_TIMEOUT`` (3 s, as the watch cache does), then fails with
+        :class:`TooLargeResourceVersion` (504).
         """
         await self._enter("list", kind, namespace or "", "*")
+        if resource_version not in ("", "0") or resource_version_match:
+            return await self._list_at(kind, namespace, selector, resource_version, resource_version_match)
         if resource_version == "0":
             stale = self.stale_revision(kind, f"list {kind} served by a lagging watch cache")
             if stale is not None:
+                return self._list_stale(kind, namespace, selector, stale)
+        return [o.deepcopy() for o in self._select(kind, namespace, selector)]
+
+    def _list_stale(
+        self, kind: str, namespace: str | None, selector: dict[str, str] | None, stale: tuple[int, str, float]
+    ) -> builtins.list[KubeObject]:
+        if self._world.noting:
+            self._world.note(f"LIST {kind} served by a lagging watch cache at rv={stale[0]} (the revision "
+                             f"of {stale[1]}; the apiserver is at rv={self._rv})", kind="list", rv=stale[0],
+                             stale=True)
+        return [
+            o.deepcopy()
+            for o in self.snapshot_at(kind, stale[0])
+            if (namespace is None or o.namespace == namespace) and o.matches(selector)
+        ]
+
+    async def _list_at(
+        self, kind: str, namespace: str | None, selector: dict[str, str] | None, resource_version: str, match: str
+    ) -> builtins.list[KubeObject]:
+        """A LIST with ``resourceVersion``/``resourceVersionMatch`` (``cacher/watch_cache.go`` ``waitUntilFreshAndList``)."""
+        problem = ""  # apimachinery ValidateListOptions
+        if match not in ("", "NotOlderThan", "Exact"):
+            problem = f'resourceVersionMatch: Unsupported value: "{match}": supported values: "NotOlderThan", "Exact", ""'
+        elif match and not resource_version:
+            problem = "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
+        elif match == "Exact" and resource_version == "0":
+            problem = 'resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"'
+        elif not resource_version.isdigit():
+            problem = f"resourceVersion: Invalid value: {resource_version!r}: must be a revision (digits)"
+        if problem:
+            raise self._error("list", kind, Invalid(f'ListOptions.meta.k8s.io "" is invalid: {problem}'))
+        rv = int(resource_version)
+        if rv > self._rv:
+            fresh = self._world.Event()
+            waiter = (rv, fresh)
+            self._fresh_waiters.append(waiter)
+            try:
+                with self._world.move_on_after(BLOCK_TIMEOUT):
+                    await fresh.wait(f"list {kind} waits for the watch cache to reach rv={rv}")
+            finally:
+                self._fresh_waiters.remove(waiter)
+            if rv > self._rv:
                 if self._world.noting:
-                    self._world.note(f"LIST {kind} served by a lagging watch cache at rv={stale[0]} (the revision "
-                                     f"of {stale[1]}; the apiserver is at rv={self._rv})", kind="list", rv=stale[0],
-                                     stale=True)
-                return [
-                    o.deepcopy()
-                    for o in self.snapshot_at(kind, stale[0])
-                    if (namespace is None or o.namespace == namespace) and o.matches(selector)
-                ]
+                    self._world.note(f"LIST {kind} at rv={rv}: the watch cache is still at rv={self._rv} after "
+                                     f"{BLOCK_TIMEOUT:g} s", kind="list", rv=rv)
+                raise self._error("list", kind, TooLargeResourceVersion.of(rv, self._rv))
+        if match == "Exact":
+            if rv < self.compacted_rv:
+                raise self._error("list", kind, Gone.of(kind, rv, self.compacted_rv))
+            return [
+                o.deepcopy()
+                for o in self.snapshot_at(kind, rv)
+                if (namespace is None or o.namespace == namespace) and o.matches(selector)
+            ]
+        if rv > 0:
+            stale = self.stale_revision(kind, f"list {kind} served by a lagging watch cache", not_older_than=rv)
+        else:
+            stale = self.stale_revision(kind, f"list {kind} served by a lagging watch cache")
+        if stale is not None:
+            return self._list_stale(kind, namespace, selector, stale)
         return [o.deepcopy() for o in self._select(kind, namespace, selector)]
 
     def _select(

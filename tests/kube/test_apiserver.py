@@ -12,10 +12,13 @@ from harness.kube import (
     ApiError,
     APIServer,
     Conflict,
+    Gone,
     Invalid,
     KubeObject,
     NotFound,
     ServerTimeout,
+    Timeout,
+    TooLargeResourceVersion,
 )
 from harness.sim import World
 
@@ -389,6 +392,51 @@ def test_no_new_finalizers_while_deleting() -> None:
     assert 'found new finalizers []string{"c.io/z"}' in str(box["update"])
     assert box["unchanged"].finalizers == ["a.io/x"]
     assert box["fresh"] == ["b.io/y"] and box["after"] is None
+
+
+def test_list_at_future_revision_is_too_large() -> None:
+    """A LIST at a revision the server has not reached waits 3 s for it, then answers 504 "Too large resource version".
+
+    Upstream: ``apiserver/pkg/storage/cacher/watch_cache.go`` ``waitUntilFreshAndBlock`` (``blockTimeout`` 3 s,
+    ``resourceVersionTooHighRetrySeconds`` 1) returns ``storage.NewTooLargeResourceVersionError``: an
+    ``errors.NewTimeoutError`` (504, reason Timeout, "Timeout: Too large resource version: 105, current: 100",
+    cause ResourceVersionTooLarge), as ``cacher_test.go`` expects; the list is served as soon as the cache
+    reaches the revision, at exactly it for ``resourceVersionMatch=Exact`` (``waitAndListExactRV``).
+    """
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await api.create(KubeObject("ConfigMap", "ns", "a"))  # rv=1
+        await expect_error(box, "future", api.list("ConfigMap", resource_version="5", resource_version_match="Exact"))
+        box["waited"] = world.now
+
+        async def writer() -> None:
+            await world.sleep(1.0)
+            await api.create(KubeObject("ConfigMap", "ns", "b"))  # rv=2
+            await api.create(KubeObject("ConfigMap", "ns", "c"))  # rv=3
+
+        world.spawn("writer", writer)
+        exact = await api.list("ConfigMap", resource_version="2", resource_version_match="Exact")
+        box["exact"] = (world.now, [o.name for o in exact])
+        later = await api.list("ConfigMap", resource_version="3")  # NotOlderThan: the latest state once fresh
+        box["not_older"] = (world.now, [o.name for o in later])
+        old = await api.list("ConfigMap", resource_version="1", resource_version_match="Exact")
+        box["past"] = [o.name for o in old]
+        api.compact()
+        await expect_error(box, "compacted", api.list("ConfigMap", resource_version="1", resource_version_match="Exact"))
+        await expect_error(box, "invalid", api.list("ConfigMap", resource_version_match="Exact"))
+        await expect_error(box, "exact0", api.list("ConfigMap", resource_version="0", resource_version_match="Exact"))
+
+    box = check(body)
+    err = box["future"]
+    assert isinstance(err, TooLargeResourceVersion) and isinstance(err, Timeout)
+    assert (err.code, err.reason, err.retry_after_seconds, err.cause) == (504, "Timeout", 1, "ResourceVersionTooLarge")
+    assert str(err) == "Timeout: Too large resource version: 5, current: 1"
+    assert box["waited"] == 3.0
+    assert box["exact"] == (4.0, ["a", "b"])  # served when rv=2 was committed, at exactly that revision
+    assert box["not_older"] == (4.0, ["a", "b", "c"])
+    assert box["past"] == ["a"]
+    assert isinstance(box["compacted"], Gone)
+    assert isinstance(box["invalid"], Invalid) and "unless resourceVersion is provided" in str(box["invalid"])
+    assert isinstance(box["exact0"], Invalid) and 'forbidden for resourceVersion "0"' in str(box["exact0"])
 
 
 def test_transient_errors_are_a_choice_defaulting_to_success() -> None:
