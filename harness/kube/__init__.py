@@ -30,6 +30,7 @@ from ._errors import NotFound as NotFound
 from ._errors import ProcessCrashed as ProcessCrashed
 from ._errors import ServerTimeout as ServerTimeout
 from ._errors import Timeout as Timeout
+from ._errors import TooLargeResourceVersion as TooLargeResourceVersion
 from ._events import CreateEvent as CreateEvent
 from ._events import DeleteEvent as DeleteEvent
 from ._events import EnqueueRequestForObject as EnqueueRequestForObject
@@ -43,11 +44,13 @@ from ._events import Predicate as Predicate
 from ._events import ResourceVersionChangedPredicate as ResourceVersionChangedPredicate
 from ._events import UpdateEvent as UpdateEvent
 from ._events import watch as watch
+from ._expectations import CONTROLLER_REVISION_HASH_LABEL as CONTROLLER_REVISION_HASH_LABEL
 from ._expectations import EXPECTATIONS_TIMEOUT as EXPECTATIONS_TIMEOUT
 from ._expectations import KRUISE_EXPECTATION_TIMEOUT as KRUISE_EXPECTATION_TIMEOUT
 from ._expectations import ControllerExpectations as ControllerExpectations
 from ._expectations import ResourceVersionExpectation as ResourceVersionExpectation
 from ._expectations import ScaleExpectations as ScaleExpectations
+from ._expectations import UpdateExpectations as UpdateExpectations
 from ._gc import GarbageCollector as GarbageCollector
 from ._informer import DeletedFinalStateUnknown as DeletedFinalStateUnknown
 from ._informer import Informer as Informer
@@ -75,14 +78,15 @@ from ._workqueue import ShutDown as ShutDown
 from ._workqueue import WorkQueue as WorkQueue
 
 __all__ = [
-    "ADDED", "BUILTIN_KINDS", "DEFAULT_BACKOFF", "DELETED", "EXPECTATIONS_TIMEOUT", "FOREGROUND_FINALIZER",
-    "KRUISE_EXPECTATION_TIMEOUT", "MODIFIED", "ORPHAN_FINALIZER", "APIServer", "AlreadyExists", "ApiError",
-    "Backoff", "BucketRateLimiter", "Conflict", "Controller", "ControllerExpectations", "ControllerProcess",
-    "DeletedFinalStateUnknown", "GarbageCollector", "Informer", "Invalid", "ItemExponentialFailureRateLimiter",
-    "KubeObject", "Lister", "MaxOfRateLimiter", "NotFound", "OwnerReference", "ProcessCrashed", "RateLimiter",
-    "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout", "Timeout", "Gone", "ShutDown", "WatchEvent",
-    "WorkQueue", "controller_ref", "copy_json", "default_controller_rate_limiter", "merge_patch",
-    "retry_on_conflict", "apiservers_of", "informers_of",
+    "ADDED", "BUILTIN_KINDS", "CONTROLLER_REVISION_HASH_LABEL", "DEFAULT_BACKOFF", "DELETED", "EXPECTATIONS_TIMEOUT",
+    "FOREGROUND_FINALIZER", "KRUISE_EXPECTATION_TIMEOUT", "MODIFIED", "ORPHAN_FINALIZER", "APIServer",
+    "AlreadyExists", "ApiError", "Backoff", "BucketRateLimiter", "Conflict", "Controller", "ControllerExpectations",
+    "ControllerProcess", "DeletedFinalStateUnknown", "GarbageCollector", "Informer", "Invalid",
+    "ItemExponentialFailureRateLimiter", "KubeObject", "Lister", "MaxOfRateLimiter", "NotFound", "OwnerReference",
+    "ProcessCrashed", "RateLimiter", "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout",
+    "Gone", "ShutDown", "Timeout", "TooLargeResourceVersion", "UpdateExpectations", "WatchEvent", "WorkQueue",
+    "controller_ref", "copy_json", "default_controller_rate_limiter", "merge_patch", "retry_on_conflict",
+    "apiservers_of", "informers_of",
     # status conditions with apimachinery's semantics (_conditions.py)
     "find_status_condition", "is_status_condition_true", "remove_status_condition", "set_status_condition",
     # controller-runtime's event path (_events.py)

@@ -20,9 +20,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harness.sim import World
+from harness.sim import Event, World
 
-from ._errors import AlreadyExists, ApiError, Conflict, Gone, Invalid, NotFound, ServerTimeout, Timeout
+from ._errors import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    Gone,
+    Invalid,
+    NotFound,
+    ServerTimeout,
+    TooLargeResourceVersion,
+)
 from ._objects import BUILTIN_KINDS, KubeObject, OwnerReference, copy_json, object_ref
 from ._process import checkpoint
 
@@ -39,6 +48,10 @@ ORPHAN_FINALIZER = "orphan"
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _NAME_SPACE = len(_NAME_ALPHABET) ** 5
 _MAX_GENERATED_PREFIX = 58
+
+#: ``cacher/watch_cache.go`` ``blockTimeout``: how long a LIST at a resourceVersion the watch cache has not
+#: reached waits for it before the 504 "Too large resource version"
+BLOCK_TIMEOUT = 3.0
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -141,6 +154,7 @@ class APIServer:
         self._awaiting_kubelet: dict[str, bool] = {}  # pod uid -> graceful delete waits for the kubelet
         #: the revision the last LIST was served at (the list's ``metadata.resourceVersion``)
         self.listed_rv = 0
+        self._fresh_waiters: builtins.list[tuple[int, Event]] = []  # (revision, Event) of LISTs waiting for it
         self.calls: dict[tuple[str, str], int] = {}
         self.errors: dict[tuple[str, str, int], int] = {}
         # Reports find the run's apiservers here to snapshot objects per step (harness.report).
@@ -199,6 +213,9 @@ class APIServer:
         self._log.append((self._world.now, event))
         for sink in self._watchers.get(kind, ()):
             sink(event)
+        for rv, fresh in self._fresh_waiters:
+            if rv <= self._rv:
+                fresh.set()
 
     def _commit(self, obj: KubeObject, event_type: str) -> KubeObject:
         """Store ``obj`` (owned by the server from now on) under a new revision and fan it out."""
@@ -259,6 +276,18 @@ class APIServer:
         elif obj.resource_version != cur.resource_version:
             raise self._error(verb, obj.kind, Conflict.modified(obj.kind, obj.name), obj.ref)
 
+    def _check_no_new_finalizers(self, verb: str, cur: KubeObject, new: KubeObject) -> None:
+        """``ValidateNoNewFinalizers``: an object being deleted may lose finalizers, never gain one (422)."""
+        if cur.deletion_timestamp is None:
+            return
+        extra = sorted(set(new.finalizers) - set(cur.finalizers))
+        if extra:
+            qualified = cur.kind if cur.kind in BUILTIN_KINDS else f"{cur.kind}.{cur.kind.lower()}"
+            found = ", ".join(f'"{f}"' for f in extra)
+            raise self._error(verb, cur.kind, Invalid(
+                f'{qualified} "{cur.name}" is invalid: metadata.finalizers: Forbidden: no new finalizers can be '
+                f"added if the object is being deleted, found new finalizers []string{{{found}}}"), cur.ref)
+
     # ---------------------------------------------------------------- reads
     async def get(self, kind: str, namespace: str, name: str) -> KubeObject:
         """GET one object (a quorum read: always the latest committed state)."""
@@ -272,34 +301,30 @@ class APIServer:
         selector: dict[str, str] | None = None,
         *,
         resource_version: str = "",
+        resource_version_match: str = "",
         at: int | None = None,
     ) -> builtins.list[KubeObject]:
         """LIST objects of a kind, in creation order, optionally by namespace and label selector.
 
-        ``resource_version="0"`` lets the server answer from its watch cache,
+        ``resource_version`` as ``ListOptions``: ``""`` is a quorum read (the
+        latest state); ``"0"`` lets the server answer from its watch cache,
         which may lag (the ``stale_read`` fault); a revision ``"N"`` is served
-        "not older than" it (the cache may lag, but never behind ``N``; past the
-        current revision it is 504 "Too large resource version"); the default
-        is a quorum read. ``at=N`` is the state exactly at revision ``N`` (a
-        ``continue`` token's snapshot, ``resourceVersionMatch=Exact``): 410 Gone
-        once compacted.
+        not older than N (``resource_version_match="NotOlderThan"``, the
+        default), or at exactly N (``"Exact"``; 410 :class:`Gone` once
+        compacted). A revision the server has not reached waits for it up to
+        ``BLOCK_TIMEOUT`` (3 s, as the watch cache does), then fails with
+        :class:`TooLargeResourceVersion` (504). ``at=N`` is ``resource_version="N",
+        resource_version_match="Exact"`` (a ``continue`` token's snapshot). :attr:`listed_rv`
+        is the revision the list was served at (its ``metadata.resourceVersion``).
         """
+        if at is not None:
+            resource_version, resource_version_match = str(at), "Exact"
         await self._enter("list", kind, namespace or "", "*")
-        self.listed_rv = self._rv if at is None else at
-        if at is not None:  # an exact revision: etcd's snapshot, gone once compacted
-            if at < self.compacted_rv:
-                raise self._error("list", kind, Gone.of(kind, at, self.compacted_rv))
-            return [
-                o.deepcopy()
-                for o in self.snapshot_at(kind, at)
-                if (namespace is None or o.namespace == namespace) and o.matches(selector)
-            ]
-        floor = int(resource_version) if resource_version.isdigit() else -1
-        if floor > self._rv:  # cacher.go waitUntilFreshAndBlock gives up: storage.NewTooLargeResourceVersionError
-            raise self._error("list", kind, Timeout(
-                f"Too large resource version: {floor}, current: {self._rv}"))
-        if floor >= 0:
-            stale = self.stale_revision(kind, f"list {kind} served by a lagging watch cache", not_older_than=floor)
+        self.listed_rv = self._rv
+        if resource_version not in ("", "0") or resource_version_match:
+            return await self._list_at(kind, namespace, selector, resource_version, resource_version_match)
+        if resource_version == "0":
+            stale = self.stale_revision(kind, f"list {kind} served by a lagging watch cache")
             if stale is not None:
                 self.listed_rv = stale[0]
                 if self._world.noting:
@@ -311,6 +336,67 @@ class APIServer:
                     for o in self.snapshot_at(kind, stale[0])
                     if (namespace is None or o.namespace == namespace) and o.matches(selector)
                 ]
+        return [o.deepcopy() for o in self._select(kind, namespace, selector)]
+
+    def _list_stale(
+        self, kind: str, namespace: str | None, selector: dict[str, str] | None, stale: tuple[int, str, float]
+    ) -> builtins.list[KubeObject]:
+        self.listed_rv = stale[0]
+        if self._world.noting:
+            self._world.note(f"LIST {kind} served by a lagging watch cache at rv={stale[0]} (the revision "
+                             f"of {stale[1]}; the apiserver is at rv={self._rv})", kind="list", rv=stale[0],
+                             stale=True)
+        return [
+            o.deepcopy()
+            for o in self.snapshot_at(kind, stale[0])
+            if (namespace is None or o.namespace == namespace) and o.matches(selector)
+        ]
+
+    async def _list_at(
+        self, kind: str, namespace: str | None, selector: dict[str, str] | None, resource_version: str, match: str
+    ) -> builtins.list[KubeObject]:
+        """A LIST with ``resourceVersion``/``resourceVersionMatch`` (``cacher/watch_cache.go`` ``waitUntilFreshAndList``)."""
+        problem = ""  # apimachinery ValidateListOptions
+        if match not in ("", "NotOlderThan", "Exact"):
+            problem = f'resourceVersionMatch: Unsupported value: "{match}": supported values: "NotOlderThan", "Exact", ""'
+        elif match and not resource_version:
+            problem = "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
+        elif match == "Exact" and resource_version == "0":
+            problem = 'resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"'
+        elif not resource_version.isdigit():
+            problem = f"resourceVersion: Invalid value: {resource_version!r}: must be a revision (digits)"
+        if problem:
+            raise self._error("list", kind, Invalid(f'ListOptions.meta.k8s.io "" is invalid: {problem}'))
+        rv = int(resource_version)
+        if rv > self._rv:
+            fresh = self._world.Event()
+            waiter = (rv, fresh)
+            self._fresh_waiters.append(waiter)
+            try:
+                with self._world.move_on_after(BLOCK_TIMEOUT):
+                    await fresh.wait(f"list {kind} waits for the watch cache to reach rv={rv}")
+            finally:
+                self._fresh_waiters.remove(waiter)
+            if rv > self._rv:
+                if self._world.noting:
+                    self._world.note(f"LIST {kind} at rv={rv}: the watch cache is still at rv={self._rv} after "
+                                     f"{BLOCK_TIMEOUT:g} s", kind="list", rv=rv)
+                raise self._error("list", kind, TooLargeResourceVersion.of(rv, self._rv))
+        if match == "Exact":
+            if rv < self.compacted_rv:
+                raise self._error("list", kind, Gone.of(kind, rv, self.compacted_rv))
+            self.listed_rv = rv
+            return [
+                o.deepcopy()
+                for o in self.snapshot_at(kind, rv)
+                if (namespace is None or o.namespace == namespace) and o.matches(selector)
+            ]
+        if rv > 0:
+            stale = self.stale_revision(kind, f"list {kind} served by a lagging watch cache", not_older_than=rv)
+        else:
+            stale = self.stale_revision(kind, f"list {kind} served by a lagging watch cache")
+        if stale is not None:
+            return self._list_stale(kind, namespace, selector, stale)
         return [o.deepcopy() for o in self._select(kind, namespace, selector)]
 
     def _select(
@@ -383,6 +469,7 @@ class APIServer:
         if obj.spec != cur.spec:
             new.spec = copy_json(obj.spec)
             new.generation = cur.generation + 1
+        self._check_no_new_finalizers("update", cur, new)
         return self._write(cur, new).deepcopy()
 
     async def _rewrite(
@@ -477,6 +564,7 @@ class APIServer:
                 if not all(isinstance(r, OwnerReference) for r in refs):
                     raise self._error(verb, kind, Invalid("metadata.ownerReferences must be OwnerReference values"))
                 new.owner_references = list(refs)
+            self._check_no_new_finalizers(verb, cur, new)
         return self._write(cur, new).deepcopy()
 
     async def _apply_status(
@@ -514,8 +602,14 @@ class APIServer:
         a Pod bound to a node with a grace period > 0, until the kubelet
         confirms (:meth:`confirm_delete`, or the grace period expires). A Pod
         without ``spec.nodeName`` and an object without finalizers go at once.
-        ``propagation`` is ``"Background"`` (default), ``"Foreground"`` (adds
-        the ``foregroundDeletion`` finalizer) or ``"Orphan"`` (adds ``orphan``).
+        ``propagation`` is ``"Background"``, ``"Foreground"`` (the
+        ``foregroundDeletion`` finalizer) or ``"Orphan"`` (``orphan``); as
+        ``deletionFinalizersForGarbageCollection``, an explicit policy replaces
+        whichever of the two the object carries (Background drops both), and
+        None keeps the first one it carries. Setting the deletionTimestamp bumps
+        ``metadata.generation``. Deleting an object that already waits for its
+        finalizers changes only those two finalizers (and removes the object if
+        none is left); a Pod in its grace period ignores the options.
 
         Returns the object as deleted or as now terminating (client-go returns
         only an error; the object helps tests).
@@ -533,15 +627,20 @@ class APIServer:
             )
         if propagation not in (None, "Background", "Foreground", "Orphan"):
             raise self._error("delete", kind, Invalid(f"unsupported propagationPolicy {propagation!r}"))
-        if cur.deletion_timestamp is not None:
-            if kind == "Pod" and grace_period_seconds == 0 and self._awaiting_kubelet.get(cur.uid):
+        if cur.deletion_timestamp is not None and self._awaiting_kubelet.get(cur.uid):
+            # rest.BeforeDelete: a graceful deletion is pending; only the kubelet's final delete (grace 0)
+            # ends it, and "finalizers cannot be updated via DeleteOptions if a deletion is already pending"
+            if kind == "Pod" and grace_period_seconds == 0:
                 return self._finish_pod(cur).deepcopy()
             return cur.deepcopy()
-        finalizers = list(cur.finalizers)
-        if propagation == "Foreground" and FOREGROUND_FINALIZER not in finalizers:
-            finalizers.append(FOREGROUND_FINALIZER)
-        if propagation == "Orphan" and ORPHAN_FINALIZER not in finalizers:
-            finalizers.append(ORPHAN_FINALIZER)
+        finalizers = deletion_finalizers(cur.finalizers, propagation)
+        if cur.deletion_timestamp is not None:
+            # Deleting again an object that waits for its finalizers: store.go Delete still runs
+            # updateForGracefulDeletionAndFinalizers, so an explicit propagationPolicy swaps the GC finalizers
+            # (Background drops them: with no finalizer left the object goes); the deletionTimestamp stays.
+            new = cur.deepcopy()
+            new.finalizers = finalizers
+            return self._write(cur, new).deepcopy()
         grace = 0
         if kind == "Pod" and cur.spec.get("nodeName"):
             default = int(cur.spec.get("terminationGracePeriodSeconds", self._default_grace))
@@ -552,6 +651,11 @@ class APIServer:
         new.deletion_grace_period_seconds = grace
         if not finalizers and grace == 0:
             return self._remove(new).deepcopy()
+        if new.generation > 0:
+            # The deletion mark is a change controllers must hear of even through GenerationChangedPredicate:
+            # rest.BeforeDelete (graceful) and store.go markAsDeleting (finalizers) bump a set generation once,
+            # when the deletionTimestamp is first set (store_test.go: "Deletion didn't increase Generation").
+            new.generation += 1
         if grace > 0:
             self._awaiting_kubelet[cur.uid] = True
             pod_uid = cur.uid
@@ -808,6 +912,30 @@ class APIServer:
             if self._world.fault("stale_read", f"{label} at the revision of {name}", key=kind, default=self._stale):
                 return rv, name, until
         return None
+
+
+def deletion_finalizers(finalizers: list[str], propagation: str | None) -> list[str]:
+    """The finalizers a DELETE with ``propagation`` leaves on an object (``deletionFinalizersForGarbageCollection``).
+
+    ``registry/store.go`` ``shouldOrphanDependents``/``shouldDeleteDependents``:
+    an explicit policy decides both garbage-collector finalizers (Orphan: only
+    ``orphan``; Foreground: only ``foregroundDeletion``; Background: neither);
+    without one, the first of the two the object carries stays (the default
+    policy of every kind here is background). Other finalizers keep their
+    order; the list is rebuilt only when the set changes.
+    """
+    gc = (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)
+    if propagation is None:
+        first = next((f for f in finalizers if f in gc), None)
+        orphan, foreground = first == ORPHAN_FINALIZER, first == FOREGROUND_FINALIZER
+    else:
+        orphan, foreground = propagation == "Orphan", propagation == "Foreground"
+    new = [f for f in finalizers if f not in gc]
+    if orphan:
+        new.append(ORPHAN_FINALIZER)
+    if foreground:
+        new.append(FOREGROUND_FINALIZER)
+    return list(finalizers) if set(new) == set(finalizers) else new
 
 
 #: the footprint resource of the revision counter (and the history it indexes), shared by every kind

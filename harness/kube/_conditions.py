@@ -31,18 +31,23 @@ def set_status_condition(conditions: list[Condition], new: Condition, now: float
     A condition of a new type is appended, its ``lastTransitionTime`` set to ``now`` unless given. An
     existing one takes the new ``status``, ``reason``, ``message`` and ``observedGeneration``; its
     ``lastTransitionTime`` moves (to the given one, else ``now``) only when ``status`` changed.
+
+    "Unless given" means absent or None: upstream tests ``LastTransitionTime.IsZero()``, Go's zero time,
+    which no clock reads; here virtual time starts at 0, so an explicit ``lastTransitionTime`` of 0 is
+    an instant like any other and is kept.
     """
     existing = find_status_condition(conditions, new["type"])
+    given = new.get("lastTransitionTime")
     if existing is None:
         added = {"reason": "", "message": "", "observedGeneration": 0, **new}
-        if not added.get("lastTransitionTime"):
+        if given is None:
             added["lastTransitionTime"] = now
         conditions.append(added)
         return True
     changed = False
     if existing.get("status") != new.get("status"):
         existing["status"] = new.get("status")
-        existing["lastTransitionTime"] = new.get("lastTransitionTime") or now
+        existing["lastTransitionTime"] = now if given is None else given
         changed = True
     for field in ("reason", "message"):
         if existing.get(field, "") != new.get(field, ""):

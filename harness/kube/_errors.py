@@ -10,8 +10,9 @@ lets one escape gets the ordinary "actor raised Conflict" verdict::
      +-- Conflict        409 Conflict (stale resourceVersion, failed precondition)
      +-- Invalid         422 Invalid
      +-- ServerTimeout   500 ServerTimeout (an injected transient fault)
-     +-- Timeout         504 Timeout (a LIST at a resourceVersion the server has not reached)
-     +-- Gone            410 Expired (a revision the watch cache compacted away)
+     +-- Gone            410 Expired (a compacted resourceVersion)
+     +-- Timeout         504 Timeout
+          +-- TooLargeResourceVersion  (a LIST at a revision the watch cache has not reached in 3 s)
 
 ``ProcessCrashed`` is different: it is how a crashed controller's actor unwinds
 (see :class:`harness.kube.ControllerProcess`), and it derives from
@@ -101,10 +102,33 @@ class ServerTimeout(ApiError):
 
 
 class Timeout(ApiError):
-    """504: ``errors.NewTimeoutError``, e.g. a LIST "not older than" a revision the server has not reached."""
+    """504: the request did not finish in time (``errors.NewTimeoutError``); retry after ``retry_after_seconds``."""
 
     reason = "Timeout"
     code = 504
+
+    def __init__(self, message: str, retry_after_seconds: int = 0) -> None:
+        super().__init__(message)
+        #: ``details.retryAfterSeconds`` of the Status the apiserver sends
+        self.retry_after_seconds = retry_after_seconds
+
+
+class TooLargeResourceVersion(Timeout):
+    """504 Timeout with the cause ``ResourceVersionTooLarge`` (``storage.NewTooLargeResourceVersionError``).
+
+    A LIST at a resourceVersion the watch cache has not reached waits for it
+    up to ``blockTimeout`` (3 s, ``cacher/watch_cache.go``
+    ``waitUntilFreshAndBlock``), then fails with this; client-go's
+    ``storage.IsTooLargeResourceVersion(err)`` is ``isinstance(err, TooLargeResourceVersion)``.
+    """
+
+    #: the ``StatusCause`` type that tells it apart from other timeouts
+    cause = "ResourceVersionTooLarge"
+
+    @classmethod
+    def of(cls, wanted: int, current: int, retry_after_seconds: int = 1) -> TooLargeResourceVersion:
+        """The watch cache's answer: asked for ``wanted``, still at ``current``; retry after a second."""
+        return cls(f"Timeout: Too large resource version: {wanted}, current: {current}", retry_after_seconds)
 
 
 class Gone(ApiError):

@@ -4,9 +4,10 @@ All of them are per-World objects (upstream they are process globals); build
 them inside a :class:`ControllerProcess` so that a crash loses them, as a
 restart does upstream. Times are virtual seconds from ``world.now``.
 
-* :class:`ResourceVersionExpectation` and :class:`ScaleExpectations` follow
-  openkruise ``pkg/util/expectations/resource_version_expectation.go`` and
-  ``scale_expectations.go``.
+* :class:`ResourceVersionExpectation`, :class:`ScaleExpectations` and
+  :class:`UpdateExpectations` follow openkruise ``pkg/util/expectations/``
+  ``resource_version_expectation.go``, ``scale_expectations.go`` and
+  ``update_expectations.go``.
 * :class:`ControllerExpectations` follows kubernetes
   ``pkg/controller/controller_utils.go`` (``ControlleeExpectations``, 5-minute
   ``ExpectationsTimeout``).
@@ -14,12 +15,16 @@ restart does upstream. Times are virtual seconds from ``world.now``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from harness.sim import World
 
 from ._objects import KubeObject
 
 #: kruise ``--expectation-timeout`` default (``pkg/util/expectations/init.go``)
 KRUISE_EXPECTATION_TIMEOUT = 300.0
+#: ``apps.ControllerRevisionHashLabelKey``: the label kruise's default revision adapter compares
+CONTROLLER_REVISION_HASH_LABEL = "controller-revision-hash"
 #: kubernetes ``controller.ExpectationsTimeout``
 EXPECTATIONS_TIMEOUT = 300.0
 
@@ -138,6 +143,118 @@ class ScaleExpectations:
         """Forget every expectation of ``controller_key`` and its unsatisfied clock."""
         self._entries.pop(controller_key, None)
         self._first.pop(controller_key, None)
+
+
+class _Updates:
+    __slots__ = ("first_unsatisfied", "objects", "revision")
+
+    def __init__(self, revision: str) -> None:
+        self.revision = revision
+        self.objects: dict[str, str] = {}  # "namespace/name" -> "Kind namespace/name", insertion ordered
+        self.first_unsatisfied: float | None = None
+
+
+def _revision_label_equals(_controller_key: str, obj: KubeObject, revision: str) -> bool:
+    """kruise ``revisionadapter`` ``defaultImpl.EqualToRevisionHash``: the revision-hash label equals it."""
+    return obj.labels.get(CONTROLLER_REVISION_HASH_LABEL) == revision
+
+
+class UpdateExpectations:
+    """Kruise ``UpdateExpectations``: the objects a controller updated to a revision and has not yet seen so.
+
+    Per controller key one record: the revision being rolled out and the
+    objects (``namespace/name``) whose update to it the cache has not shown.
+    A workload controller (CloneSet, Advanced StatefulSet, ...) calls
+    :meth:`expect_updated` after each in-place update it sends,
+    :meth:`observe_updated` from its Pod event handlers, and holds its sync
+    while :meth:`satisfied_expectations` is False, for at most the
+    ``--expectation-timeout`` (:data:`KRUISE_EXPECTATION_TIMEOUT`) it compares
+    the returned duration with.
+
+    Semantics as ``update_expectations.go``: expecting a new revision drops
+    what was expected for the old one; an observation counts only if its
+    revision is the expected one and ``equal_to_revision_hash(controller_key,
+    obj, revision)`` holds (default: the ``controller-revision-hash`` label, as
+    ``revisionadapter.NewDefaultImpl``); the record goes once empty or once an
+    observation names another revision; asking about another revision is
+    "satisfied" and resets the clock. :meth:`delete_object` forgets one object
+    (it was deleted) but keeps the record, even empty.
+
+    Every expectation, observation and the start of an unsatisfied wait is a
+    note (kind ``expectation``, keyed by the controller and the objects), so
+    a leaked update expectation (one never observed, a controller waiting on
+    it until the timeout) shows in a story with the objects it waits for.
+    """
+
+    def __init__(
+        self, world: World, equal_to_revision_hash: Callable[[str, KubeObject, str], bool] | None = None
+    ) -> None:
+        self._world = world
+        self._equal = equal_to_revision_hash or _revision_label_equals
+        self._entries: dict[str, _Updates] = {}
+
+    def expect_updated(self, controller_key: str, revision: str, obj: KubeObject) -> None:
+        """``ExpectUpdated``: ``controller_key`` updated ``obj`` to ``revision`` and waits to see it so."""
+        entry = self._entries.get(controller_key)
+        if entry is None or entry.revision != revision:
+            entry = self._entries[controller_key] = _Updates(revision)
+        entry.objects[f"{obj.namespace}/{obj.name}"] = obj.ref
+        if self._world.noting:
+            self._world.note(f"{controller_key} expects {obj.ref} updated to revision {revision}", kind="expectation",
+                             keys=(controller_key, obj.ref), op="expect", revision=revision)
+
+    def observe_updated(self, controller_key: str, revision: str, obj: KubeObject) -> None:
+        """``ObserveUpdated``: the cache shows ``obj``; it counts if it is at the expected ``revision``."""
+        entry = self._entries.get(controller_key)
+        if entry is None:
+            return
+        key = f"{obj.namespace}/{obj.name}"
+        if entry.revision == revision and key in entry.objects and self._equal(controller_key, obj, revision):
+            del entry.objects[key]
+            if self._world.noting:
+                self._world.note(f"{controller_key} observed {obj.ref} at revision {revision}", kind="expectation",
+                                 keys=(controller_key, obj.ref), op="observe", revision=revision)
+        if entry.revision != revision or not entry.objects:
+            del self._entries[controller_key]
+
+    def delete_object(self, controller_key: str, obj: KubeObject) -> None:
+        """``DeleteObject``: ``obj`` is gone, so its update will never be seen; the record itself stays."""
+        entry = self._entries.get(controller_key)
+        if entry is None:
+            return
+        if entry.objects.pop(f"{obj.namespace}/{obj.name}", None) is not None and self._world.noting:
+            self._world.note(f"{controller_key} no longer expects {obj.ref} updated (deleted)", kind="expectation",
+                             keys=(controller_key, obj.ref), op="delete", revision=entry.revision)
+
+    def satisfied_expectations(self, controller_key: str, revision: str) -> tuple[bool, float, list[str]]:
+        """``SatisfiedExpectations``: (satisfied, seconds unsatisfied, objects still expected, sorted)."""
+        entry = self._entries.get(controller_key)
+        if entry is None:
+            return True, 0.0, []
+        if entry.revision != revision:
+            entry.first_unsatisfied = None
+            return True, 0.0, []
+        pending = sorted(entry.objects)
+        if pending:
+            if entry.first_unsatisfied is None:
+                entry.first_unsatisfied = self._world.now
+                if self._world.noting:
+                    self._world.note(f"{controller_key} update expectations for revision {revision} unsatisfied "
+                                     f"(waits for {', '.join(pending)}): the clock starts", kind="expectation",
+                                     keys=(controller_key, *entry.objects.values()), op="unsatisfied",
+                                     revision=revision)
+            return False, self._world.now - entry.first_unsatisfied, pending
+        entry.first_unsatisfied = None
+        return True, 0.0, pending
+
+    def get_expectations(self, controller_key: str) -> tuple[str, list[str]] | None:
+        """``(revision, objects still expected)`` for ``controller_key``, or None: a read with no side effects."""
+        entry = self._entries.get(controller_key)
+        return None if entry is None else (entry.revision, sorted(entry.objects))
+
+    def delete_expectations(self, controller_key: str) -> None:
+        """``DeleteExpectations``: forget the record of ``controller_key`` (the workload is gone)."""
+        self._entries.pop(controller_key, None)
 
 
 class _Controllee:

@@ -1,22 +1,51 @@
 """The garbage collector: cascading deletion through ownerReferences.
 
-Modelled on ``kubernetes/pkg/controller/garbagecollector/garbagecollector.go``:
-the GC keeps its **own graph**, fed by its own informers (so it lags like any
-controller), and work queues ``attemptToDelete``/``attemptToOrphan`` served by
-``workers`` actors (upstream ``--concurrent-gc-syncs``, default 20; here 2 by
-default, which is enough for both orders of two dependents to be explorable;
-raise it to make every order of more dependents reachable).
+Modelled on ``kubernetes/pkg/controller/garbagecollector/garbagecollector.go``
+and ``graph_builder.go``: the GC keeps its **own graph**, fed by its own
+informers (so it lags like any controller), and work queues
+``attemptToDelete``/``attemptToOrphan`` served by ``workers`` actors (upstream
+``--concurrent-gc-syncs``, default 20; here 2 by default, which is enough for
+both orders of two dependents to be explorable; raise it to make every order of
+more dependents reachable).
 
-* Background: the apiserver removes the owner at once (its DELETED comes
-  first); the GC sees it, and for each dependent checks its owners with a live
-  GET (``isDangling``) and sends one DELETE with a uid precondition. Workers
-  take dependents concurrently, so the order of the dependents' DELETEs is a
-  scheduling decision.
-* Foreground: the owner carries ``foregroundDeletion``; the GC deletes its
-  dependents and removes the finalizer (the owner's DELETED comes last) once no
-  ``blockOwnerDeletion`` dependent is left in its graph.
-* Orphan: the GC strips the ownerReference from each dependent (a patch with no
-  RV), then removes the ``orphan`` finalizer.
+``attemptToDeleteItem``, step by step:
+
+* an object being deleted (and not deleting its dependents) is left alone: its
+  deletion is a one-way trip, its dependents are handled when it is gone;
+* a live GET of the object itself; gone (or its name now holds another uid):
+  it leaves the graph (``enqueueVirtualDeleteEvent``) and its dependents are
+  attempted;
+* each owner reference is classified with a live GET of the owner (skipped for
+  owners the ``absentOwnerCache`` knows are gone): *dangling* (absent, or the
+  name holds another uid), *waiting* (being deleted in foreground) or *solid*;
+* with a solid owner the object stays, and its dangling and waiting
+  references are patched out (else a foreground owner would wait for it for
+  ever); with only waiting owners, an object that has dependents of its own is
+  deleted **in foreground** (so a cascade goes level by level: Pod, then
+  ReplicaSet, then Deployment); otherwise it is deleted with the policy its
+  own ``orphan``/``foregroundDeletion`` finalizer asks for, else background.
+  Deletes carry ``Preconditions{UID, ResourceVersion}`` of the object as read;
+  on a 409 whose live object kept its ownerReferences they are sent again with
+  the UID alone (``operations.go`` ``deleteObject``).
+
+Foreground: the owner carries ``foregroundDeletion``; its dependents are
+attempted, and the finalizer is removed (the owner's DELETED comes last) once
+no ``blockOwnerDeletion`` dependent is left in the graph.
+
+Orphan: the ``orphan`` finalizer makes the GC remove the owner's reference from
+each dependent, then the finalizer. Removing references (orphaning, dangling or
+waiting ones) is the JSON merge patch upstream falls back to for custom
+resources (``deleteOwnerRefJSONMergePatch``): the dependent's references as the
+GC's cache has them, minus those owners, with the cached resourceVersion as a
+precondition, so a reference added meanwhile is never lost: the patch gets 409
+and is retried through the rate-limited queue. (Built-in kinds take a strategic
+merge patch that deletes the entries by uid with no resourceVersion; here every
+kind takes the precondition path, which can only add a retry.)
+
+Not modelled: the cycle breaker that unblocks a dependent's references when it
+and its owner both wait for their dependents, virtual nodes for owners never
+observed (the dependent is attempted directly, and its owner GET decides), the
+``absentOwnerCache`` size bound (500 entries upstream).
 """
 
 from __future__ import annotations
@@ -29,11 +58,20 @@ from ._apiserver import FOREGROUND_FINALIZER, ORPHAN_FINALIZER, APIServer
 from ._controller import Controller, Result
 from ._errors import ApiError, Conflict, NotFound
 from ._informer import DeletedFinalStateUnknown, Informer
-from ._objects import KubeObject
+from ._objects import KubeObject, OwnerReference
 from ._process import ControllerProcess
 
 _DELETE = "attemptToDelete"
 _ORPHAN = "attemptToOrphan"
+
+
+def _deleting_dependents(obj: KubeObject) -> bool:
+    """``node.isDeletingDependents()``: being deleted with ``foregroundDeletion``."""
+    return obj.deletion_timestamp is not None and FOREGROUND_FINALIZER in obj.finalizers
+
+
+def _orphaning(obj: KubeObject) -> bool:
+    return obj.deletion_timestamp is not None and ORPHAN_FINALIZER in obj.finalizers
 
 
 class GarbageCollector:
@@ -55,6 +93,7 @@ class GarbageCollector:
         if "/" not in name:
             world.share_memory(name)  # its informers, graph and workers are one process of their own
         self._nodes: dict[str, KubeObject] = {}  # uid -> latest object seen (insertion ordered)
+        self._absent: dict[str, None] = {}  # absentOwnerCache: owner uids known to be gone
         self.informers = [
             Informer(world, api, kind, name=f"{name}/informer/{kind}", process=process) for kind in kinds
         ]
@@ -82,24 +121,47 @@ class GarbageCollector:
         ]
 
     def _on_upsert(self, obj: KubeObject) -> None:
+        """``processGraphChanges`` for an add or update."""
+        old = self._nodes.get(obj.uid)
         self._nodes[obj.uid] = obj
-        if obj.deletion_timestamp is not None:
-            if FOREGROUND_FINALIZER in obj.finalizers:
-                self.controller.enqueue((_DELETE, obj.uid))
-            if ORPHAN_FINALIZER in obj.finalizers:
-                self.controller.enqueue((_ORPHAN, obj.uid))
-        if any(r.uid not in self._nodes for r in obj.owner_references):
-            self.controller.enqueue((_DELETE, obj.uid))  # the owner may be gone: check it live
+        if old is not None:
+            # addUnblockedOwnersToDeleteQueue: a blocking reference removed (or unblocked) may free an owner
+            # that waits for its dependents
+            now_blocking = {r.uid for r in obj.owner_references if r.block_owner_deletion}
+            for ref in old.owner_references:
+                if ref.block_owner_deletion and ref.uid not in now_blocking and ref.uid in self._nodes:
+                    self.controller.enqueue((_DELETE, ref.uid))
+        # processTransitions
+        if _orphaning(obj) and (old is None or not _orphaning(old)):
+            self.controller.enqueue((_ORPHAN, obj.uid))
+        elif _deleting_dependents(obj) and (old is None or not _deleting_dependents(old)):
+            for dep in self._dependents(obj.uid):
+                self.controller.enqueue((_DELETE, dep.uid))
+            self.controller.enqueue((_DELETE, obj.uid))
+        known: set[str] = set() if old is None else {r.uid for r in old.owner_references}
+        if any(r.uid not in known and r.uid not in self._nodes for r in obj.owner_references):
+            # addDependentToOwners: a new reference to an owner the graph has not seen (upstream adds a virtual
+            # node for it and attempts that); here the dependent is attempted, and its owner GET decides
+            self.controller.enqueue((_DELETE, obj.uid))
 
     def _on_delete(self, obj: KubeObject | DeletedFinalStateUnknown) -> None:
         gone = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        self._nodes.pop(gone.uid, None)
-        for dep in self._dependents(gone.uid):
+        self._forget(gone.uid)
+
+    def _forget(self, uid: str) -> None:
+        """``processGraphChanges`` for a delete (observed, or virtual: a live GET found the object gone)."""
+        node = self._nodes.pop(uid, None)
+        if node is None:
+            return  # already out of the graph ("this shouldn't happen", upstream logs)
+        dependents = self._dependents(uid)
+        if dependents:
+            self._absent[uid] = None
+        for dep in dependents:
             self.controller.enqueue((_DELETE, dep.uid))
-        for ref in gone.owner_references:
+        for ref in node.owner_references:
             owner = self._nodes.get(ref.uid)
-            if owner is not None and owner.deletion_timestamp is not None:
-                self.controller.enqueue((_DELETE, ref.uid))
+            if owner is not None and _deleting_dependents(owner):
+                self.controller.enqueue((_DELETE, ref.uid))  # it may be its owner's last dependent
 
     # ------------------------------------------------------------- workers
     async def _attempt(self, item: tuple[str, str]) -> Result | None:
@@ -109,56 +171,119 @@ class GarbageCollector:
             return None
         if verb == _ORPHAN:
             await self._orphan(node)
-            return None
-        if node.deletion_timestamp is not None and FOREGROUND_FINALIZER in node.finalizers:
-            await self._foreground(node)
-            return None
-        if not node.owner_references:
-            return None
-        solid = False
-        for ref in node.owner_references:
-            try:
-                owner = await self._api.get(ref.kind, node.namespace, ref.name)
-            except NotFound:
-                continue  # dangling
-            if owner.uid != ref.uid:
-                continue  # dangling: the name now belongs to a new object
-            if owner.deletion_timestamp is not None and FOREGROUND_FINALIZER in owner.finalizers:
-                continue  # waiting for dependents' deletion
-            solid = True
-        if solid or node.deletion_timestamp is not None:
-            return None
-        world = self._api._world
-        if world.noting:
-            owners = ", ".join(f"{r.kind} {node.namespace + '/' if node.namespace else ''}{r.name} ({r.uid})"
-                               for r in node.owner_references)
-            world.note(f"garbage collector deletes {node.ref}: its owner {owners} is gone", kind="gc",
-                       keys=(node.ref, *(f"{r.kind} {node.namespace + '/' if node.namespace else ''}{r.name}"
-                                         for r in node.owner_references)), uid=node.uid)
-        try:
-            await self._api.delete(node.kind, node.namespace, node.name, uid=node.uid, propagation="Background")
-            self.deletes += 1
-        except (NotFound, Conflict):
-            pass  # already gone, or the name was reused: not ours to delete
+        else:
+            await self._attempt_to_delete(node)
         return None
 
-    async def _foreground(self, owner: KubeObject) -> None:
-        blocking = self._dependents(owner.uid, blocking_only=True)
-        for dep in self._dependents(owner.uid):
-            if dep.deletion_timestamp is None:
-                self.controller.enqueue((_DELETE, dep.uid))
-        if blocking:
+    async def _attempt_to_delete(self, node: KubeObject) -> None:
+        """``attemptToDeleteItem`` (see the module docstring)."""
+        if node.deletion_timestamp is not None and not _deleting_dependents(node):
             return
-        await self._remove_finalizer(owner, FOREGROUND_FINALIZER)
+        try:
+            latest = await self._api.get(node.kind, node.namespace, node.name)
+        except NotFound:
+            self._forget(node.uid)
+            return
+        if latest.uid != node.uid:
+            self._forget(node.uid)
+            return
+        if _deleting_dependents(node):
+            await self._process_deleting_dependents(node)
+            return
+        if not latest.owner_references:
+            return
+        solid: list[OwnerReference] = []
+        dangling: list[OwnerReference] = []
+        waiting: list[OwnerReference] = []
+        for ref in latest.owner_references:
+            owner = await self._owner(node, ref)
+            if owner is None:
+                dangling.append(ref)
+            elif _deleting_dependents(owner):
+                waiting.append(ref)
+            else:
+                solid.append(ref)
+        if solid:
+            if dangling or waiting:
+                self._note(node, f"garbage collector removes the ownerReference(s) to {self._refs(node, *dangling, *waiting)} "
+                                 f"from {node.ref}: {'gone' if dangling else 'deleting its dependents'}, while "
+                                 f"{self._refs(node, *solid)} still owns it", dangling + waiting)
+                await self._remove_owner_references(node, {r.uid for r in (*dangling, *waiting)})
+            return
+        if waiting and self._dependents(node.uid):
+            self._note(node, f"garbage collector deletes {node.ref} in foreground: its owner "
+                             f"{self._refs(node, *waiting)} is deleting its dependents, and it has dependents of its own",
+                       waiting)
+            await self._delete(node, latest, "Foreground")
+            return
+        policy = ("Orphan" if ORPHAN_FINALIZER in latest.finalizers
+                  else "Foreground" if FOREGROUND_FINALIZER in latest.finalizers else "Background")
+        self._note(node, f"garbage collector deletes {node.ref}: its owner {self._refs(node, *dangling)} is gone"
+                   if not waiting else f"garbage collector deletes {node.ref}: its owner {self._refs(node, *waiting)} "
+                   "is deleting its dependents", dangling + waiting)
+        await self._delete(node, latest, policy)
+
+    async def _owner(self, node: KubeObject, ref: OwnerReference) -> KubeObject | None:
+        """``isDangling``: the owner as a live GET shows it, or None when it is gone (recorded as absent)."""
+        if ref.uid in self._absent:
+            return None
+        try:
+            owner = await self._api.get(ref.kind, node.namespace, ref.name)
+        except NotFound:
+            self._absent[ref.uid] = None
+            return None
+        if owner.uid != ref.uid:
+            self._absent[ref.uid] = None  # the name now belongs to a new object
+            return None
+        return owner
+
+    async def _delete(self, node: KubeObject, latest: KubeObject, policy: str) -> None:
+        """``deleteObject``: UID and ResourceVersion preconditions; without the latter if only the RV moved."""
+        api = self._api
+        try:
+            try:
+                await api.delete(node.kind, node.namespace, node.name, uid=node.uid,
+                                 resource_version=latest.resource_version, propagation=policy)
+            except Conflict:
+                live = await api.get(node.kind, node.namespace, node.name)
+                if live.uid != node.uid or live.owner_references != latest.owner_references:
+                    raise  # adopted or replaced meanwhile: attempt it again from the start
+                await api.delete(node.kind, node.namespace, node.name, uid=node.uid, propagation=policy)
+        except NotFound:
+            self._forget(node.uid)
+            return
+        self.deletes += 1
+
+    async def _process_deleting_dependents(self, owner: KubeObject) -> None:
+        """``processDeletingDependentsItem``: remove ``foregroundDeletion`` once no blocking dependent is left."""
+        blocking = self._dependents(owner.uid, blocking_only=True)
+        if not blocking:
+            await self._remove_finalizer(owner, FOREGROUND_FINALIZER)
+            return
+        for dep in blocking:
+            if not _deleting_dependents(dep):
+                self.controller.enqueue((_DELETE, dep.uid))
 
     async def _orphan(self, owner: KubeObject) -> None:
+        """``attemptToOrphanWorker``: drop the owner's reference from every dependent, then ``orphan``."""
+        failed: ApiError | None = None
         for dep in self._dependents(owner.uid):
-            refs = [r for r in dep.owner_references if r.uid != owner.uid]
             try:
-                await self._api.patch(dep.kind, dep.namespace, dep.name, {"metadata": {"ownerReferences": refs}})
+                await self._remove_owner_references(dep, {owner.uid})
             except NotFound:
                 pass
+            except ApiError as err:
+                failed = failed or err
+        if failed is not None:
+            raise failed  # the owner is requeued rate-limited, as orphanDependents' aggregate error does
         await self._remove_finalizer(owner, ORPHAN_FINALIZER)
+
+    async def _remove_owner_references(self, dependent: KubeObject, owners: set[str]) -> None:
+        """``deleteOwnerRefJSONMergePatch``: the cached references minus ``owners``, RV-checked against the cache."""
+        cached = self._nodes.get(dependent.uid, dependent)
+        refs = [r for r in cached.owner_references if r.uid not in owners]
+        await self._api.patch(cached.kind, cached.namespace, cached.name, {"metadata": {"ownerReferences": refs}},
+                              resource_version=cached.resource_version)
 
     async def _remove_finalizer(self, owner: KubeObject, finalizer: str) -> None:
         try:
@@ -176,3 +301,15 @@ class GarbageCollector:
             {"metadata": {"finalizers": rest}},
             resource_version=fresh.resource_version,
         )
+
+    # --------------------------------------------------------------- notes
+    @staticmethod
+    def _refs(node: KubeObject, *refs: OwnerReference) -> str:
+        where = node.namespace + "/" if node.namespace else ""
+        return ", ".join(f"{r.kind} {where}{r.name} ({r.uid})" for r in refs)
+
+    def _note(self, node: KubeObject, text: str, refs: Sequence[OwnerReference]) -> None:
+        world = self._world
+        if world.noting:
+            where = node.namespace + "/" if node.namespace else ""
+            world.note(text, kind="gc", keys=(node.ref, *(f"{r.kind} {where}{r.name}" for r in refs)), uid=node.uid)

@@ -12,10 +12,13 @@ from harness.kube import (
     ApiError,
     APIServer,
     Conflict,
+    Gone,
     Invalid,
     KubeObject,
     NotFound,
     ServerTimeout,
+    Timeout,
+    TooLargeResourceVersion,
 )
 from harness.sim import World
 
@@ -274,6 +277,166 @@ def test_finalizer_holds_object() -> None:
     assert box["held"] == (0.0, True)
     assert isinstance(box["recreate"], AlreadyExists)
     assert box["after"] is None
+
+
+def test_deletion_mark_bumps_generation() -> None:
+    """Setting deletionTimestamp bumps ``metadata.generation`` once, so ``GenerationChangedPredicate`` hears it.
+
+    Upstream: ``registry/store_test.go`` ``TestNonGracefulStoreHandleFinalizers`` and
+    ``TestStoreDeletionPropagation`` ("Deletion didn't increase Generation"): ``store.go`` ``markAsDeleting``
+    (an object held by finalizers) and ``rest.BeforeDelete`` (a graceful delete) bump a set generation when
+    the deletionTimestamp is first set, and a later DELETE of the terminating object does not bump it again.
+    """
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        job = await api.create(KubeObject("Job", "ns", "j", finalizers=["example.com/cleanup"]))
+        marked = await api.delete("Job", "ns", "j")
+        again = await api.delete("Job", "ns", "j")
+        pod = await api.create(KubeObject("Pod", "ns", "p", spec={"nodeName": "n1"}))
+        graceful = await api.delete("Pod", "ns", "p")
+        box["job"] = (job.generation, marked.generation, again.generation, again.resource_version - marked.resource_version)
+        box["pod"] = (pod.generation, graceful.generation)
+
+    box = check(body)
+    assert box["job"] == (1, 2, 2, 0)  # the repeated DELETE changes nothing: no write at all
+    assert box["pod"] == (1, 2)
+
+
+@pytest.mark.parametrize(
+    ("existing", "policy", "expected"),
+    [
+        # registry/store_test.go TestStoreDeletionPropagation, the defaultDeleteStrategy rows (every kind here has
+        # the background default); None = the object is gone at once (expectedNotFound)
+        ([], "Foreground", ["foregroundDeletion"]),
+        ([], "Background", None),
+        ([], "Orphan", ["orphan"]),
+        ([], None, None),
+        (["orphan"], "Foreground", ["foregroundDeletion"]),
+        (["orphan"], "Background", None),
+        (["orphan"], "Orphan", ["orphan"]),
+        (["orphan"], None, ["orphan"]),
+        (["foregroundDeletion"], "Foreground", ["foregroundDeletion"]),
+        (["foregroundDeletion"], "Background", None),
+        (["foregroundDeletion"], "Orphan", ["orphan"]),
+        (["foregroundDeletion"], None, ["foregroundDeletion"]),
+        # TestStoreHandleFinalizers-style rows: other finalizers keep their place, a changed set is rebuilt
+        (["foo.com/x", "orphan", "bar.com/y"], "Orphan", ["foo.com/x", "orphan", "bar.com/y"]),
+        (["foo.com/x", "bar.com/y"], "Orphan", ["foo.com/x", "bar.com/y", "orphan"]),
+        (["foo.com/x", "orphan", "bar.com/y"], "Background", ["foo.com/x", "bar.com/y"]),
+    ],
+)
+def test_explicit_propagation_replaces_the_other_gc_finalizer(
+    existing: list[str], policy: str | None, expected: list[str] | None
+) -> None:
+    """An explicit ``propagationPolicy`` decides both GC finalizers; none given keeps the one the object carries.
+
+    Upstream: ``registry/store.go`` ``deletionFinalizersForGarbageCollection`` (``shouldOrphanDependents``,
+    ``shouldDeleteDependents``) and its table ``TestStoreDeletionPropagation``: an object carrying ``orphan``
+    deleted with Background goes at once; Foreground over ``orphan`` leaves ``foregroundDeletion`` alone.
+    """
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await api.create(KubeObject("Widget", "ns", "w", finalizers=list(existing)))
+        await api.delete("Widget", "ns", "w", propagation=policy)
+        left = api.peek("Widget", "ns", "w")
+        box["finalizers"] = None if left is None else left.finalizers
+        box["generation"] = None if left is None else left.generation
+
+    box = check(body)
+    assert box["finalizers"] == expected
+    if expected is not None:
+        assert box["generation"] == 2
+
+
+def test_a_second_delete_swaps_the_gc_finalizers_of_a_terminating_object() -> None:
+    """A stuck foreground deletion is cut short by deleting again in background (``store.go`` Delete runs
+    ``updateForGracefulDeletionAndFinalizers`` on a terminating object whose grace is not pending)."""
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await api.create(KubeObject("Widget", "ns", "w"))
+        first = await api.delete("Widget", "ns", "w", propagation="Foreground")
+        await api.delete("Widget", "ns", "w", propagation="Orphan")
+        box["swapped"] = (first.deletion_timestamp, api.peek("Widget", "ns", "w"))
+        await api.delete("Widget", "ns", "w", propagation="Background")
+        box["after"] = api.peek("Widget", "ns", "w")
+
+    box = check(body)
+    when, swapped = box["swapped"]
+    assert swapped is not None and swapped.finalizers == ["orphan"] and swapped.deletion_timestamp == when
+    assert box["after"] is None
+
+
+def test_no_new_finalizers_while_deleting() -> None:
+    """A finalizer added to an object being deleted is refused with 422 Invalid; removing one is fine.
+
+    Upstream: apimachinery ``api/validation/objectmeta.go`` ``ValidateObjectMetaAccessorUpdate`` calls
+    ``ValidateNoNewFinalizers`` when the old object has a deletionTimestamp: "no new finalizers can be added
+    if the object is being deleted, found new finalizers []string{...}" (field.Forbidden, so 422 Invalid).
+    """
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await api.create(KubeObject("Widget", "ns", "w", finalizers=["a.io/x"]))
+        held = await api.delete("Widget", "ns", "w")
+        await expect_error(box, "patch", api.patch("Widget", "ns", "w", {"metadata": {"finalizers": ["a.io/x", "b.io/y"]}}))
+        stale = held.deepcopy()
+        stale.finalizers = ["c.io/z"]
+        await expect_error(box, "update", api.update(stale))
+        box["unchanged"] = api.peek("Widget", "ns", "w")
+        live = await api.create(KubeObject("Widget", "ns", "fresh"))
+        await api.patch("Widget", "ns", "fresh", {"metadata": {"finalizers": ["b.io/y"]}})  # not deleting: fine
+        box["fresh"] = (api.peek("Widget", "ns", "fresh") or live).finalizers
+        await api.patch("Widget", "ns", "w", {"metadata": {"finalizers": []}})  # removing is allowed
+        box["after"] = api.peek("Widget", "ns", "w")
+
+    box = check(body)
+    for verb in ("patch", "update"):
+        assert isinstance(box[verb], Invalid) and box[verb].code == 422, box[verb]
+    assert str(box["patch"]) == ('Widget.widget "w" is invalid: metadata.finalizers: Forbidden: no new finalizers can '
+                                 'be added if the object is being deleted, found new finalizers []string{"b.io/y"}')
+    assert 'found new finalizers []string{"c.io/z"}' in str(box["update"])
+    assert box["unchanged"].finalizers == ["a.io/x"]
+    assert box["fresh"] == ["b.io/y"] and box["after"] is None
+
+
+def test_list_at_future_revision_is_too_large() -> None:
+    """A LIST at a revision the server has not reached waits 3 s for it, then answers 504 "Too large resource version".
+
+    Upstream: ``apiserver/pkg/storage/cacher/watch_cache.go`` ``waitUntilFreshAndBlock`` (``blockTimeout`` 3 s,
+    ``resourceVersionTooHighRetrySeconds`` 1) returns ``storage.NewTooLargeResourceVersionError``: an
+    ``errors.NewTimeoutError`` (504, reason Timeout, "Timeout: Too large resource version: 105, current: 100",
+    cause ResourceVersionTooLarge), as ``cacher_test.go`` expects; the list is served as soon as the cache
+    reaches the revision, at exactly it for ``resourceVersionMatch=Exact`` (``waitAndListExactRV``).
+    """
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        await api.create(KubeObject("ConfigMap", "ns", "a"))  # rv=1
+        await expect_error(box, "future", api.list("ConfigMap", resource_version="5", resource_version_match="Exact"))
+        box["waited"] = world.now
+
+        async def writer() -> None:
+            await world.sleep(1.0)
+            await api.create(KubeObject("ConfigMap", "ns", "b"))  # rv=2
+            await api.create(KubeObject("ConfigMap", "ns", "c"))  # rv=3
+
+        world.spawn("writer", writer)
+        exact = await api.list("ConfigMap", resource_version="2", resource_version_match="Exact")
+        box["exact"] = (world.now, [o.name for o in exact])
+        later = await api.list("ConfigMap", resource_version="3")  # NotOlderThan: the latest state once fresh
+        box["not_older"] = (world.now, [o.name for o in later])
+        old = await api.list("ConfigMap", resource_version="1", resource_version_match="Exact")
+        box["past"] = [o.name for o in old]
+        api.compact()
+        await expect_error(box, "compacted", api.list("ConfigMap", resource_version="1", resource_version_match="Exact"))
+        await expect_error(box, "invalid", api.list("ConfigMap", resource_version_match="Exact"))
+        await expect_error(box, "exact0", api.list("ConfigMap", resource_version="0", resource_version_match="Exact"))
+
+    box = check(body)
+    err = box["future"]
+    assert isinstance(err, TooLargeResourceVersion) and isinstance(err, Timeout)
+    assert (err.code, err.reason, err.retry_after_seconds, err.cause) == (504, "Timeout", 1, "ResourceVersionTooLarge")
+    assert str(err) == "Timeout: Too large resource version: 5, current: 1"
+    assert box["waited"] == 3.0
+    assert box["exact"] == (4.0, ["a", "b"])  # served when rv=2 was committed, at exactly that revision
+    assert box["not_older"] == (4.0, ["a", "b", "c"])
+    assert box["past"] == ["a"]
+    assert isinstance(box["compacted"], Gone)
+    assert isinstance(box["invalid"], Invalid) and "unless resourceVersion is provided" in str(box["invalid"])
+    assert isinstance(box["exact0"], Invalid) and 'forbidden for resourceVersion "0"' in str(box["exact0"])
 
 
 def test_transient_errors_are_a_choice_defaulting_to_success() -> None:

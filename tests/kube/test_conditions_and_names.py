@@ -58,3 +58,21 @@ def test_generate_name_is_deterministic_unique_and_shaped_like_the_apiservers() 
     assert all(n.startswith("web-") and len(n) == 9 and set(n[4:]) <= alphabet for n in names)
     long = _create_many("x" * 70, 1)[0]
     assert len(long) == 63 and long.startswith("x" * 58)
+
+
+def test_condition_time_zero_is_kept() -> None:
+    """``meta.SetStatusCondition`` (apimachinery ``pkg/api/meta/conditions.go``) keeps a given ``LastTransitionTime``.
+
+    Upstream "unset" is Go's zero time (``IsZero()``); virtual time starts at 0, so a condition stamped at
+    t=0 by the caller is a real instant and must survive, on a new condition and on a status flip alike.
+    """
+    conditions: list[dict[str, object]] = []
+    assert set_status_condition(conditions, {"type": "Ready", "status": "False", "lastTransitionTime": 0.0}, now=5.0)
+    assert conditions[0]["lastTransitionTime"] == 0.0
+    assert set_status_condition(conditions, {"type": "Ready", "status": "True", "lastTransitionTime": 0}, now=7.0)
+    assert conditions[0]["lastTransitionTime"] == 0
+    # unset (absent or None) still means "now"
+    assert set_status_condition(conditions, {"type": "Ready", "status": "False", "lastTransitionTime": None}, now=9.0)
+    assert conditions[0]["lastTransitionTime"] == 9.0
+    assert set_status_condition(conditions, {"type": "Synced", "status": "True"}, now=11.0)
+    assert conditions[1]["lastTransitionTime"] == 11.0

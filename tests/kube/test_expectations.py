@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from kube_support import clean, run
+from kube_support import LIMITS, clean, run
 
 from harness.kube import (
+    CONTROLLER_REVISION_HASH_LABEL,
     ControllerExpectations,
     KubeObject,
     ResourceVersionExpectation,
     ScaleExpectations,
+    UpdateExpectations,
 )
-from harness.sim import World
+from harness.sim import ReplayChooser, World, run_once
 
 
 def obj(rv: int, uid: str = "uid-1") -> KubeObject:
@@ -120,3 +122,78 @@ def test_controller_expectations_expire_after_five_minutes() -> None:
         "after_timeout": True,
         "deletions_observed": True,
     }
+
+
+def test_kruise_update_expectations() -> None:
+    """Kruise's update expectations: expect, observe at the revision, delete one object, satisfied per revision.
+
+    Upstream: openkruise ``pkg/util/expectations/update_expectations.go`` (``ExpectUpdated``, ``ObserveUpdated``,
+    ``DeleteObject``, ``SatisfiedExpectations``, ``DeleteExpectations``) and its ``TestUpdate``; the revision of an
+    object is its ``controller-revision-hash`` label (``revisionadapter`` ``defaultImpl.EqualToRevisionHash``).
+    """
+    def pod(name: str, revision: str) -> KubeObject:
+        return KubeObject("Pod", "default", name, labels={CONTROLLER_REVISION_HASH_LABEL: revision})
+
+    key = "default/controller-test"
+
+    async def body(world: World, box: dict[str, Any]) -> None:
+        exp = UpdateExpectations(world)
+        box["empty"] = exp.satisfied_expectations(key, "rev-0")
+        # TestUpdate: updated to rev-0, then observed
+        exp.expect_updated(key, "rev-0", pod("foo", "none"))
+        box["expected"] = exp.satisfied_expectations(key, "rev-0")
+        exp.observe_updated(key, "rev-0", pod("foo", "none"))  # the cache still shows the old revision: no
+        await world.sleep(4.0)
+        box["waited"] = exp.satisfied_expectations(key, "rev-0")
+        exp.observe_updated(key, "rev-0", pod("foo", "rev-0"))
+        box["observed"] = (exp.satisfied_expectations(key, "rev-0"), exp.get_expectations(key))
+        # rev-0 up to rev-1: asking about another revision is satisfied; an observation of another revision drops it
+        exp.expect_updated(key, "rev-0", pod("foo", "rev-0"))
+        box["other_revision"] = exp.satisfied_expectations(key, "rev-1")
+        exp.observe_updated(key, "rev-1", pod("foo", "rev-1"))
+        box["dropped"] = exp.get_expectations(key)
+        # DeleteObject: the pod is gone; the record stays (empty, hence satisfied)
+        exp.expect_updated(key, "rev-1", pod("foo", "rev-0"))
+        exp.expect_updated(key, "rev-1", pod("bar", "rev-0"))
+        box["two"] = exp.satisfied_expectations(key, "rev-1")
+        exp.delete_object(key, pod("foo", "rev-0"))
+        exp.delete_object(key, pod("bar", "rev-0"))
+        box["deleted"] = (exp.satisfied_expectations(key, "rev-1"), exp.get_expectations(key))
+        # a new revision replaces what was expected for the old one
+        exp.expect_updated(key, "rev-1", pod("foo", "rev-0"))
+        exp.expect_updated(key, "rev-2", pod("bar", "rev-1"))
+        box["replaced"] = exp.get_expectations(key)
+        exp.delete_expectations(key)
+        box["gone"] = (exp.get_expectations(key), exp.satisfied_expectations(key, "rev-2"))
+
+    box = in_world(body)
+    assert box["empty"] == (True, 0.0, [])
+    assert box["expected"] == (False, 0.0, ["default/foo"])
+    assert box["waited"] == (False, 4.0, ["default/foo"])  # the clock runs from the first unsatisfied check
+    assert box["observed"] == ((True, 0.0, []), None)
+    assert box["other_revision"] == (True, 0.0, [])
+    assert box["dropped"] is None
+    assert box["two"][0] is False and box["two"][2] == ["default/bar", "default/foo"]
+    assert box["deleted"] == ((True, 0.0, []), ("rev-1", []))
+    assert box["replaced"] == ("rev-2", ["default/bar"])
+    assert box["gone"] == (None, (True, 0.0, []))
+
+
+def test_a_leaked_update_expectation_is_told() -> None:
+    """An update never observed leaves notes keyed by the object, which is how a story finds the leak."""
+    async def scenario(world: World) -> None:
+        exp = UpdateExpectations(world)
+        target = KubeObject("Pod", "default", "web-0", labels={CONTROLLER_REVISION_HASH_LABEL: "rev-0"})
+        exp.expect_updated("default/web", "rev-1", target)
+        await world.sleep(301.0)
+        satisfied, waited, pending = exp.satisfied_expectations("default/web", "rev-1")
+        assert not satisfied and waited == 0.0 and pending == ["default/web-0"]
+
+    out = clean(run_once(scenario, ReplayChooser([]), limits=LIMITS, notes=True))
+    notes = [(n.text, n.keys, n.field("op")) for n in out.trace.notes if n.kind == "expectation"]
+    assert notes == [
+        ("default/web expects Pod default/web-0 updated to revision rev-1", ("default/web", "Pod default/web-0"),
+         "expect"),
+        ("default/web update expectations for revision rev-1 unsatisfied (waits for default/web-0): the clock starts",
+         ("default/web", "Pod default/web-0"), "unsatisfied"),
+    ]

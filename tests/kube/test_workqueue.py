@@ -236,6 +236,101 @@ def test_shut_down_wakes_idle_workers() -> None:
     assert box["exited"] == 3
 
 
+def test_shutdown_with_drain_waits_for_processing() -> None:
+    """``ShutDownWithDrain`` returns only once every item in processing is done; ``ShutDown`` cuts the wait short.
+
+    Upstream: client-go ``util/workqueue/queue.go`` ``ShutDownWithDrain`` and ``queue_test.go``
+    ``TestQueueDrainageUsingShutDownWithDrain`` (two items taken, the drain waits for both ``Done``),
+    ``TestForceQueueShutdownUsingShutDown`` (``ShutDown`` after it returns at once) and
+    ``TestQueueDrainageUsingShutDownWithDrainWithDirtyItem`` (an item added while processing is handed out
+    again after ``Done``, then ``Get`` says shutdown).
+    """
+    log: list[tuple[str, float]] = []
+
+    async def drainer(world: World, q: WorkQueue[str], name: str) -> None:
+        await q.shut_down_with_drain()
+        log.append((name, world.now))
+
+    async def drain(world: World) -> None:
+        q: WorkQueue[str] = WorkQueue(world, "q")
+        q.add("foo")
+        q.add("bar")
+        first, second = await q.get(), await q.get()
+        world.spawn("drainer", drainer, world, q, "drained")
+        await world.sleep(1.0)
+        q.add("late")  # dropped: the queue is shutting down
+        try:
+            await q.get()
+        except ShutDown:
+            log.append(("get says shutdown", world.now))
+        assert not log[1:]  # the drain still waits: both items are in processing
+        q.done(first)
+        await world.sleep(1.0)
+        assert [n for n, _ in log] == ["get says shutdown"]
+        q.done(second)
+        await world.sleep(1.0)
+
+    clean(run(drain))
+    assert log == [("get says shutdown", 1.0), ("drained", 2.0)]
+
+    log.clear()
+
+    async def force(world: World) -> None:
+        q: WorkQueue[str] = WorkQueue(world, "q")
+        q.add("foo")
+        await q.get()
+        world.spawn("drainer", drainer, world, q, "forced")
+        await world.sleep(1.0)
+        q.shut_down()  # "safe to call ShutDown after ShutDownWithDrain": the drain stops waiting
+        await world.sleep(1.0)
+
+    clean(run(force))
+    assert log == [("forced", 1.0)]
+
+    log.clear()
+
+    async def dirty(world: World) -> None:
+        q: WorkQueue[str] = WorkQueue(world, "q")
+        q.add("foo")
+        gotten = await q.get()
+        q.add("foo")  # dirty while processing
+        world.spawn("drainer", drainer, world, q, "drained")
+        await world.sleep(1.0)
+        q.done(gotten)
+        again = await q.get()  # Done put it back: handed out, not "shutdown"
+        q.done(again)
+        try:
+            await q.get()
+        except ShutDown:
+            log.append(("then shutdown", world.now))
+        await world.sleep(1.0)
+
+    clean(run(dirty))
+    assert ("then shutdown", 1.0) in log and ("drained", 1.0) in log
+
+    log.clear()
+
+    async def idle(world: World) -> None:
+        q: WorkQueue[str] = WorkQueue(world, "q")
+        await q.shut_down_with_drain()  # nothing in processing: returns at once
+        log.append(("idle", world.now))
+
+    clean(run(idle))
+    assert log == [("idle", 0.0)]
+
+
+def test_shutdown_with_drain_blocks_for_ever_without_done() -> None:
+    """Upstream's requirement ("if that is not the case: this will block indefinitely") is a deadlock verdict."""
+    async def scenario(world: World) -> None:
+        q: WorkQueue[str] = WorkQueue(world, "q")
+        q.add("foo")
+        await q.get()
+        await q.shut_down_with_drain()
+
+    out = run(scenario)
+    assert out.violation is not None and out.violation.kind == "deadlock", out.violation
+
+
 # ---------------------------------------------------------------- limiters
 def test_item_exponential_backoff_doubles_and_caps() -> None:
     limiter = ItemExponentialFailureRateLimiter(0.005, 1000.0)

@@ -6,7 +6,8 @@ under random and PCT choosers, with late deliveries ("let time pass" records), f
 deviations ("instead of ..." words). Digests are stored in trace files and compared across
 processes, so a change that moves one of them breaks every saved trace: regenerate the file only
 with a format change (``FORMAT_VERSION``), never to make this test pass. A deliberate change to a
-race's model (kueue_second_pass's final fix) re-records that race's rows alone.
+race's model (kueue_second_pass's final fix), or to a kube component a race runs (the garbage
+collector following attemptToDeleteItem: volcano_gang_close), re-records that race's rows alone.
 """
 
 from __future__ import annotations
