@@ -267,7 +267,7 @@ def _hunt_one(
         variant=variant,
         verdict="runaway" if runaway else "model-error" if broken else result.verdict,
         outcome=(f"{broken}; {result.outcome}" if broken and result.verdict != "model-error" else result.outcome)
-        + ("; the plan did not apply: " + "; ".join(result.unapplied) if result.unapplied else ""),
+        + (_unapplied_words(result.unapplied) if result.unapplied else ""),
         found=cx is not None and broken is None,
         runs=result.runs,
         seconds=result.seconds,
@@ -313,6 +313,14 @@ def _hunt_one(
             for line in cx.story().lines:  # the story under each counterexample: what Kubernetes did
                 console.print(printable(f"    {line}"), markup=False, highlight=False, soft_wrap=True)
     return entry, failed
+
+
+def _unapplied_words(unapplied: list[str]) -> str:
+    """"; the plan did not apply: entry 3 ... never occurred; ..." -- the first five, then how many more (the
+    ``--json`` row lists them all)."""
+    shown = "; ".join(unapplied[:5])
+    more = f"; and {len(unapplied) - 5:,} more entries that never applied (--json lists them all)" if len(unapplied) > 5 else ""
+    return f"; the plan did not apply ({len(unapplied):,} of its entries): {shown}{more}"
 
 
 def _read_plan_file(path: str) -> Any:
