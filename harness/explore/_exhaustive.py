@@ -271,8 +271,10 @@ class _PlanSearch:
         #: plans run and plans known (run or queued) at ``level_reached``
         self.level_done = 0
         self.level_known = 1
-        #: plans queued for the next level, by fault count (each count's queue is cut at the runs left)
+        #: plans queued for the next level, by fault count (each count's queue is cut at the runs left), and
+        #: whether any was left out for that reason
         self._next_by_faults: dict[int, int] = {}
+        self._dropped_next = False
 
     def run(self) -> None:
         """Run to the verdict, the budget or Ctrl-C; what was covered stays in the attributes."""
@@ -288,15 +290,22 @@ class _PlanSearch:
             self.level_reached, self.level_done, self.level_known = depth, 0, len(level)
             self._show()
             nxt: list[Plan] = []
-            self._next_by_faults = {}
+            partial = self._dropped_next  # this level's queue left plans out: running it all proves nothing
+            self._next_by_faults, self._dropped_next = {}, False
             by_faults: dict[int, list[Plan]] = {}
             for p in level:
                 by_faults.setdefault(_fault_count(p), []).append(p)
             for f in sorted(by_faults):
                 if self._level(by_faults[f], depth, seen, nxt):
                     return
+            if partial:
+                return
             self.complete_levels = depth
             level = nxt
+            if self._dropped_next:  # more plans than this budget can run: the next level is not empty, only cut
+                self.level_reached, self.level_done, self.level_known = depth + 1, 0, len(level) + 1
+                if not level:
+                    return
             if not level:
                 self.complete_levels = self.max_entries
                 return
@@ -350,19 +359,21 @@ class _PlanSearch:
                 self.level_known += 1
         left = self.runner.runs_left()
         for child in rep.children:
+            key = frozenset(child)
+            if key in seen or not self._fits(child):
+                continue
             if left is not None:
                 # The next level runs each fault count's plans in the order they are queued here, so a plan
                 # queued after the first `left` of its fault count can never run on this budget: it is not
                 # kept (the frontier of a deep proof would otherwise hold millions of plans, GBs of memory).
+                # The level is then known to be larger than what is queued: it can never read as complete.
                 f = _fault_count(child)
                 if self._next_by_faults.get(f, 0) >= left:
+                    self._dropped_next = True
                     continue
-            key = frozenset(child)
-            if key not in seen and self._fits(child):
-                seen.add(key)
-                nxt.append(child)
-                if left is not None:
-                    self._next_by_faults[f] = self._next_by_faults.get(f, 0) + 1
+                self._next_by_faults[f] = self._next_by_faults.get(f, 0) + 1
+            seen.add(key)
+            nxt.append(child)
         self._show()
         return False
 
