@@ -61,9 +61,9 @@ def test_registry_verdicts_hold_under_fifty_session_seeds(spec: Race) -> None:
     failures = []
     for session in SESSION_SEEDS:
         buggy_seed = derive_seed(session, f"{here}::test_buggy_variant_is_found[{spec.name}]")
-        proof = {"proof_budget": 300} if spec.name == "volcano_deleted_jobs_3375_residual" else {}
+        # the search is what a seed decides; the shrink and the proof of what it finds are seed-free
         found = h.explore(spec.scenario, budget=spec.budget, strategy=spec.strategy, seed=buggy_seed, fixed=False,
-                          faults=spec.faults, **proof, **spec.params)
+                          faults=spec.faults, prove_minimal=False, **spec.params)
         if not found.found:
             failures.append(f"session seed {session}: buggy not found: {found.outcome}")
         fixed_seed = derive_seed(session, f"{here}::test_fixed_variant_is_clean_unless_known_open[{spec.name}]")
