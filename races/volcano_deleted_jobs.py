@@ -640,7 +640,10 @@ RACES = [
         scenario=scenario_api,
         params={"others": 2},
         budget=300,
-        strategy="random",
+        # The referee, not a random walk: its known-open fixed variant fails in 1 plan entry, which the referee
+        # meets at run 57 whatever the seed; a random walk missed it in 300 runs under 2 of 51 session seeds
+        # (tests/races/test_registry.py, the fifty-seed test), so CI's verdict hung on the seed.
+        strategy="exhaustive",
         known_open=True,
         key_events=(
             "deliver ADDED default/rs1-1",
