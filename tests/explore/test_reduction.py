@@ -72,11 +72,11 @@ def test_steps_record_what_they_read_and_wrote_at_the_apiserver() -> None:
     out = run_once(_footprints, chooser)
     assert out.violation is None
     by_label = {i.label: fp for i, fp in zip(chooser.ran, chooser.footprints, strict=True)}
-    obj = ("ConfigMap", "default", "c1")
-    assert {(obj, True), (("list", "ConfigMap"), True), (("revision",), True)} <= set(by_label["create ConfigMap default/c1"])
+    obj = "ConfigMap default/c1"
+    assert {(obj, True), ("ConfigMap *", True), ("revision", True)} <= set(by_label["create ConfigMap default/c1"])
     assert set(by_label["get ConfigMap default/c1"]) == {(obj, False)}
     (listed,) = [fp for label, fp in by_label.items() if label.startswith("list ConfigMap")]
-    assert set(listed) == {(("list", "ConfigMap"), False)}
+    assert set(listed) == {("ConfigMap *", False), (obj, False)}  # the kind, and each object the LIST returned
     assert by_label["response create ConfigMap default/c1"] == ()  # the answer is the client's own memory
     unasked = PlanChooser()  # every chooser but the reducing referee's: nothing is recorded
     run_once(_footprints, unasked)

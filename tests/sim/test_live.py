@@ -278,6 +278,7 @@ async def _use_every_public_name(world: World) -> None:
     world.touch("Pod default/p", write=True)
     world.note("a note", key="Pod default/p", n=1)
     got["noting"] = isinstance(world.noting, bool)
+    got["footprinting"] = isinstance(world.footprinting, bool)
     world.observed("Pod default/p")
     world.expose("a view", lambda: {"x": 1})
     got["views"] = sorted(world.views)
