@@ -256,13 +256,13 @@ class APIServer:
         if world._fp is None:
             return
         ref = obj.ref
-        said = f"rv={obj.resource_version}"
+        said = f"{ref} rv={obj.resource_version}"
         if world.noting:
-            said = f"{'created' if event_type == ADDED else 'deleted' if event_type == DELETED else 'updated'} " \
+            said = f"{ref} {'created' if event_type == ADDED else 'deleted' if event_type == DELETED else 'updated'} " \
                    f"rv={obj.resource_version}" + ("" if event_type != MODIFIED else changed_fields(
                        self._store.get(obj.kind, {}).get(obj.key), obj))
         world.touch(ref, write=True, said=said, version=obj.resource_version)
-        world.touch(f"{obj.kind} *", write=True, decides=event_type != MODIFIED)
+        world.touch(f"{obj.kind} *", write=True, said=said, decides=event_type != MODIFIED)
         world.touch(_REVISION, write=True, decides=False)
 
     def _write(self, cur: KubeObject, new: KubeObject) -> KubeObject:

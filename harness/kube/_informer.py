@@ -364,6 +364,7 @@ class _Listener:
             self._touch((what, old, new), write=False)
         if inf._world.noting:
             inf._note_handler(what, old, new, self.actor)
+            inf._touch_memory(what, new, [self.handler])
         result = _call(self.handler, what, old, new)
         if inspect.iscoroutine(result):
             assert self._calls is not None, "a handler that returns a coroutine is refused at registration"
@@ -619,6 +620,9 @@ class Informer:
                     self._relist_after_backoff()
                 else:  # the result channel closed: reflector.watch re-opens it from LastSyncResourceVersion
                     self._rewatch = True
+                    if world._fp is not None:
+                        world.touch(f"{self.name} reflector", write=True,
+                                    said=f"the watch ended before {ev.type} {obj.key} rv={obj.resource_version}")
                     self._list_at = world.now + self.latency
                 self._pump()
                 return
@@ -731,6 +735,8 @@ class Informer:
         self._timer = None
         if self._stopped:
             return
+        if self._world._fp is not None:
+            self._world.touch(f"{self.name} reflector", said="a re-watch")
         self._rewatch = False
         world = self._world
         if self._catching_up:  # not a request of its own: the lagging cache's stream goes on
@@ -794,6 +800,9 @@ class Informer:
         self._failures += 1
         self._last_failure = now
         backoff = min(BACKOFF_INITIAL * 2 ** (self._failures - 1), BACKOFF_CAP)
+        if self._world._fp is not None:  # the reflector's state: what its next list reads from
+            self._world.touch(f"{self.name} reflector", write=True,
+                              said=(f"{why}; " if why else "the watch broke; ") + f"lists again after {backoff:g} s")
         self._needs_list = True
         self._list_at = now + backoff
         self._list_window = backoff * BACKOFF_JITTER  # jitter 1.0: anywhere up to twice the backoff
@@ -807,6 +816,8 @@ class Informer:
         self._timer = None
         if self._stopped:
             return
+        if self._world._fp is not None:
+            self._world.touch(f"{self.name} reflector", said="" if self.relists == 0 else "a relist")
         if self.relists and self._world.fault(
             "transient_error", f"{self.name} list fails (timeout); lists again after backoff",
             default=self._api.transient_errors,
@@ -931,6 +942,7 @@ class Informer:
         """``sharedProcessor.distribute``: in-step handlers run now, every listener buffers its own copy."""
         if self._handlers and self._world.noting:
             self._note_handler(what, old, new, self.name)
+            self._touch_memory(what, new, self._handlers)
         for handler in self._handlers:
             if inspect.iscoroutine(result := _call(handler, what, old, new)):
                 result.close()
@@ -949,6 +961,24 @@ class Informer:
         said = f"{self.name} cache: {key} " + ("deleted" if obj is None else f"rv={obj.resource_version}")
         world.touch(self._cache + key, write=True, said=said, version=None if obj is None else obj.resource_version)
         world.touch(self._cache_all, write=True, decides=membership)
+
+    def _touch_memory(self, what: str, new: KubeObject | DeletedFinalStateUnknown,
+                      handlers: builtins.list[_Handler]) -> None:
+        """A model's handler ran: it wrote its process's memory, which the harness cannot see (told runs only).
+
+        The memory is :meth:`World.memory_of` the informer's actor: one resource
+        per declared process (every undeclared actor's is one and the same),
+        read by every step of that process's actors, so a decision reads from
+        the last handler call before it. A process that records its memory by
+        key (``share_memory(..., recorded=True)``) is told key by key instead.
+        """
+        mem = self._world.memory_of(self.name)
+        if mem is None or not any(fn is not None and not str(getattr(fn, "__module__", "")).startswith("harness.")
+                                  for h in handlers for fn in h):
+            return
+        obj = new.obj if isinstance(new, DeletedFinalStateUnknown) else new
+        call = {"add": "OnAdd", "synthetic add": "OnAdd", "update": "OnUpdate"}.get(what, "OnDelete")
+        self._world.touch(mem, write=True, said=f"{call} {obj.ref} rv={obj.resource_version}")
 
     def _touch_read(self, key: str, obj: KubeObject | None) -> None:
         """A lister read of one key: the entry and its resourceVersion, or absent (and, told, what it missed)."""

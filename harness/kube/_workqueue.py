@@ -282,8 +282,9 @@ class WorkQueue(Generic[T]):
     def _touch(self, item: T, said: str) -> None:
         """A write of the queue (its order) and of ``item``'s place in it."""
         world = self._world
-        world.touch(self._res, write=True)
-        world.touch(self._res_item + describe_item(item), write=True, said=f"{self.name} queue: {said}")
+        text = describe_item(item)
+        world.touch(self._res, write=True, said=f"{self.name} queue: {said} {text}")
+        world.touch(self._res_item + text, write=True, said=f"{self.name} queue: {said} {text}")
 
     def _read_item(self, item: T, said: str) -> None:
         if self._world._fp is not None:

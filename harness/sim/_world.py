@@ -322,6 +322,8 @@ class World:
         self.state: dict[str, Any] = {}
         #: actor-name prefix -> process, from share_memory()
         self._processes: dict[str, str] = {}
+        #: processes that record every access to their memory (share_memory(..., recorded=True))
+        self._recorded: set[str] = set()
         # The current step's footprint: what it read and wrote (Access tuples), kept only when someone asks: a
         # chooser that reduces (the exhaustive referee) or a run that tells its story. None else, and touch()
         # is one test. During an oracle check it points at the oracle's reads (or is None: a referee's run).
@@ -372,7 +374,7 @@ class World:
             self._real.horizon_moved()
 
     # ------------------------------------------------------------ footprints
-    def share_memory(self, *prefixes: str) -> None:
+    def share_memory(self, *prefixes: str, recorded: bool = False) -> None:
         """Declare one process: the actors named under these prefixes share memory, and no other actor does.
 
         A prefix is the first segment of an actor's name (``scheduler`` for
@@ -386,6 +388,14 @@ class World:
         for a controller whose informers were made without its prefix. A wrong
         declaration makes the referee skip orders it should have tried;
         ``Exhaustive(reduce=False)`` tries them all.
+
+        ``recorded=True`` says more: every read and write of the process's
+        memory is recorded with :meth:`touch`, by key (the kube layer's garbage
+        collector is such a process: its graph, queues and caches all record).
+        Then two actions of that process that touch no common key (one writing
+        it) commute too, and the story follows its memory key by key. Any other
+        process's memory is one resource, read by each of its steps and written
+        by each of its handlers and timer callbacks.
         """
         if not prefixes:
             raise UsageError("share_memory() needs at least one actor-name prefix: share_memory('informer', 'ctrl')")
@@ -399,10 +409,28 @@ class World:
                     if v == old:
                         self._processes[k] = name
             self._processes[p] = name
+        if recorded:
+            self._recorded.add(name)
 
     def process_of(self, actor: str) -> str | None:
         """The declared process an actor belongs to (see :meth:`share_memory`); None: it may share memory with any."""
         return self._processes.get(actor.split("/", 1)[0])
+
+    def recorded(self, process: str | None) -> bool:
+        """Whether ``process`` records every access to its memory (``share_memory(..., recorded=True)``)."""
+        return process is not None and process in self._recorded
+
+    def memory_of(self, actor: str) -> str | None:
+        """The footprint resource of the memory ``actor``'s model code reads and writes unrecorded.
+
+        ``"memory"`` for an actor of no declared process (it may share memory
+        with any), ``"memory: <process>"`` for a declared one, None for a
+        process that records its memory key by key.
+        """
+        p = self._processes.get(actor.split("/", 1)[0])
+        if p is None:
+            return "memory"
+        return None if p in self._recorded else f"memory: {p}"
 
     @property
     def footprinting(self) -> bool:
@@ -813,6 +841,11 @@ class World:
                 self._records.append(
                     (self._step, now, target.actor, target.label, target.key, target.rv, idx, size, "timer", instead)
                 )
+                if self._continues is not None and not _harness_code(target.fn):
+                    mem = self.memory_of(target.actor)  # a model's callback: it reads and writes its memory
+                    if mem is not None and self._fp is not None:
+                        self._fp.append(Access(mem))
+                        self._fp.append(Access(mem, True, f"{target.actor}: {target.label}"))
                 self._fire(target)
                 continue
             actor: _Actor = target  # type: ignore[assignment]
@@ -823,6 +856,9 @@ class World:
                 if prev is not None and not actor.fresh:
                     self._continues[self._step] = prev
                 self._last_step_of[actor.name] = self._step
+                mem = self.memory_of(actor.name)
+                if mem is not None and self._fp is not None:
+                    self._fp.append(Access(mem))  # what it does may come from what its process remembers
             return actor
 
     def _looping(self) -> str:
@@ -1385,6 +1421,11 @@ class World:
             dict(self._fault_points),
             self.max_window,
         )
+
+
+def _harness_code(fn: Callable[..., object]) -> bool:
+    """Whether ``fn`` is the harness's own code (a kube structure's timer), which records what it touches."""
+    return str(getattr(fn, "__module__", "") or "").startswith("harness.")
 
 
 async def _call_with_params(scenario: Callable[..., Awaitable[object]], world: World) -> None:
