@@ -259,7 +259,7 @@ def _causal_order(steps: set[int], sl: _Slice, time_of: dict[int, float]) -> lis
     last: int | None = None
     while pending:
         nxt = follower.get(last) if last is not None else None
-        if nxt is None or nxt in done or not deps[nxt] <= done or time_of.get(nxt) != time_of.get(last):
+        if nxt is None or last is None or nxt in done or not deps[nxt] <= done or time_of.get(nxt) != time_of[last]:
             nxt = next((s for s in pending if deps[s] <= done), pending[0])
         out.append(nxt)
         done.add(nxt)
