@@ -45,7 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..sim import Access, Fault, Hold, Ident, Note, Pick, Record, Trace, identity_label
+from ..sim import Access, Fault, Hold, Ident, Note, Pick, Record, Trace, Violation, identity_label
 
 if TYPE_CHECKING:
     from ._counterexample import Counterexample
@@ -298,7 +298,7 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
         mine = next((r for r in reversed(records) if r.actor == v.actor and r.kind in ("run", "timer")), None)
         if mine is not None:
             seed_steps.append(mine.step)
-    elif last_run is not None and v.time <= last_run.time + 1e-9 and v.kind == "oracle":
+    elif last_run is not None and v.time <= last_run.time + 1e-9 and v.kind == "oracle" and not _checked_later(v):
         seed_steps.append(last_run.step)  # an invariant or a bound that held before this step: it broke it
     oracle = tuple(trace.oracle_reads)
     if not oracle and not seed_steps and last_run is not None and v.kind != "oracle":
@@ -366,6 +366,12 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
     lines = [title, *head, *body, *tail]
     return Story(tuple(lines), frozenset(chosen), frozenset(causal), verdict, trace.noted,
                  tuple(h for h in head if not h.startswith("... ")), objects)
+
+
+def _checked_later(v: Violation) -> bool:
+    """Whether the violation is an end-of-run check or a deadline (not an invariant the last step broke)."""
+    return v.message.startswith("at the end of the run") or "did not happen within" in v.message \
+        or "never happened" in v.message
 
 
 def _title(cx: Counterexample, trace: Trace, causal: set[int], shown: int, by_plan: int, repeats: set[int],
@@ -444,8 +450,11 @@ def _line(r: Record, sl: _Slice, notes: Sequence[Note], planned: bool) -> str | 
     writes = [a.said for a in fp if a.write and a.decides and a.said and a.resource in used
               and not _echo(a.said, words)]
     parts: list[str] = []
+    reads = sorted(dict.fromkeys(reads), key=_plumbing)  # what decided first; a queue's Get, a memory last
+    while len(reads) > 1 and len("; ".join(reads)) + len(words) > MAX_WIDTH - 30 and _plumbing(reads[-1]):
+        reads.pop()
     if reads:
-        parts.append("read " + "; ".join(dict.fromkeys(reads)))
+        parts.append("read " + "; ".join(reads))
     if writes:
         parts.append("wrote " + "; ".join(dict.fromkeys(writes)))
     for t in dict.fromkeys(n.text for n in notes if _telling(n)):
@@ -459,6 +468,16 @@ def _line(r: Record, sl: _Slice, notes: Sequence[Note], planned: bool) -> str | 
         parts.pop()  # the notes go first, then the writes: the reads that decided stay
         said = " | ".join(parts)
     return f"#{r.step:<4} t={r.time:.3f}  {words}" + (f": {said}" if said else "")
+
+
+def _plumbing(said: str) -> int:
+    """How little a read says about a decision: 0 a stale or absent read, an expired or pending expectation;
+    1 any other value read; 2 a work queue's Get or a whole memory (the story gives way to the others)."""
+    if " queue: Get " in said or said.startswith("memory") or said.startswith("the memory of"):
+        return 2
+    if any(w in said for w in ("absent", "not yet", "expired", "unsatisfied", "stale", " -> 4", "waits for")):
+        return 0
+    return 1
 
 
 def _telling(n: Note) -> bool:
