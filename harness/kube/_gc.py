@@ -126,12 +126,19 @@ class GarbageCollector:
                 f"{node.ref} rv={node.resource_version}" if node is not None else f"{uid} absent"))
         return node
 
-    def _set_node(self, uid: str, obj: KubeObject | None, membership: bool) -> None:
-        """The footprint of a write of the graph's node ``uid`` (``obj`` None: removed)."""
+    def _set_node(self, uid: str, obj: KubeObject | None, edges: bool) -> None:
+        """The footprint of a write of the graph's node ``uid`` (``obj`` None: removed).
+
+        ``edges``: the node joined or left the graph or its ownerReferences
+        changed, which is all a scan for dependents (:meth:`_dependents`) reads
+        of the graph as a whole; any other change of a node is a write of that
+        node alone.
+        """
         world = self._world
         world.touch(self._graph + uid, write=True, said=f"{self.name} graph: " + (
             f"{obj.ref} rv={obj.resource_version}" if obj is not None else f"{uid} removed"))
-        world.touch(self._graph + "*", write=True, decides=membership)
+        if edges:
+            world.touch(self._graph + "*", write=True)
 
     def _dependents(self, uid: str, blocking_only: bool = False) -> list[KubeObject]:
         if self._world._fp is not None:  # a scan of every node
@@ -147,7 +154,7 @@ class GarbageCollector:
         old = self._node(obj.uid)
         self._nodes[obj.uid] = obj
         if self._world._fp is not None:
-            self._set_node(obj.uid, obj, old is None)
+            self._set_node(obj.uid, obj, old is None or old.owner_references != obj.owner_references)
         if old is not None:
             # addUnblockedOwnersToDeleteQueue: a blocking reference removed (or unblocked) may free an owner
             # that waits for its dependents

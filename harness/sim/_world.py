@@ -506,7 +506,7 @@ class World:
             return
         if self._fp_chooser:
             self._chooser.footprint(  # type: ignore[attr-defined]
-                tuple((a[0], a[1]) for a in fp if a[1] or a[3] is None), self.process_of)
+                tuple((a[0], a[1]) for a in fp if a[1] or a[3] is None), self.process_of, self.recorded)
         if fp:
             if self._footprints is not None:
                 self._footprints.setdefault(self._fp_step, []).extend(fp)
