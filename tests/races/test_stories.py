@@ -2,9 +2,10 @@
 
 Each story is what a reviewer reads first (the hunt prints it, the pytest failure and the HTML page open with
 it): at most 15 lines, the deviations first, then the steps of the slice over reads-from (at most half of the
-run's steps), then the violation, whole, at its virtual time. The expected texts live in ``tests/races/stories/``; after a deliberate change to a model
-or to how stories are told, regenerate them with ``RACE_HARNESS_UPDATE_STORIES=1 python -m pytest
-tests/races/test_stories.py`` and read the diff before committing it.
+run's steps), then the violation, whole, at its virtual time. The expected texts live in
+``tests/races/stories/``; after a deliberate change to a model or to how stories are told, regenerate them with
+``RACE_HARNESS_UPDATE_STORIES=1 python -m pytest tests/races/test_stories.py`` and read the diff before
+committing it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 import harness as h
 from examples.replicaset_recreate import scenario as replicaset_recreate
@@ -67,3 +70,27 @@ def test_story_of_every_registered_race_is_pinned() -> None:
             stale.append(f"--- {stem} (expected {path.name}) ---\n{path.read_text() if path.exists() else '(none)'}"
                          f"--- got ---\n{text}")
     assert not stale, "stories changed:\n" + "\n".join(stale)
+
+
+EXAMPLES = [
+    ("examples/lightkube_operator.py:scenario", 100),
+    ("examples/rabbitmq_time_travel.py:scenario", None),
+    ("examples/sieve_intermediate_state.py:scenario", None),
+    ("examples/sieve_unobserved_state.py:scenario", None),
+]
+
+
+@pytest.mark.filterwarnings(  # the lightkube example's client, as in tests/examples/test_lightkube_operator.py
+    "ignore:Async generator '(httpx|httpx2|lightkube)[._][^']*' was garbage collected:ResourceWarning")
+def test_story_of_every_example_is_short_and_its_slice_at_most_half_the_run() -> None:
+    """The examples' stories are not pinned word for word, but they keep the two limits the races' do."""
+    from harness.explore import resolve_scenario
+
+    for target, budget in EXAMPLES:
+        result = h.explore(resolve_scenario(target), seed=0, fixed=False, **({"budget": budget} if budget else {}))
+        cx = result.counterexample
+        assert cx is not None, f"{target}: {result.outcome}"
+        story = cx.story()
+        assert len(story.lines) <= 15, f"{target}\n{story}"
+        assert 2 * len(story.causal) <= cx.told().steps, f"{target}: {len(story.causal)} of {cx.told().steps}\n{story}"
+        assert any(x.startswith("#") for x in story.lines), f"{target}: no event\n{story}"
