@@ -160,6 +160,13 @@ def _slice(trace: Trace, records: Sequence[Record], seeds: Sequence[tuple[int, S
             continue
         at = owner.get(step, step)
         fps[at] = fps.get(at, ()) + tuple(acc)
+    # A model's own step on a key (world.step(label, key=K)) that records nothing else reads and writes K: the model
+    # said what the step is about
+    for r in records:
+        if r.kind == "run" and r.key and not r.label.startswith("response ") and not any(
+                not a.resource.startswith("memory") for a in fps.get(r.step, ())):
+            res = f"step key {r.key}"
+            fps[r.step] = (*fps.get(r.step, ()), Access(res), Access(res, True))
     # A step reads its process's memory (World.memory_of) only where its stretch of program starts, after a wait
     # for work or time: the steps that continue it act on what that one read. The scenario's own actor is its
     # script: it reads no memory.
@@ -224,7 +231,8 @@ def _slice(trace: Trace, records: Sequence[Record], seeds: Sequence[tuple[int, S
         # (not the scenario's own actor: a test's steps are its script, not decisions on what it read)
         prev = sl.continues.get(step) if actor_of.get(step) != "main" else None
         while prev is not None:
-            if any(not a.write and a.decides for a in fps.get(prev, ())):
+            if any(not a.write and a.decides and (a.said or _read_from(writers, a, prev, i) is not None)
+                   for i, a in enumerate(fps.get(prev, ()))):  # it read a value (not a memory nothing wrote)
                 sl.decisions.add(prev)
                 sl.decided_by.setdefault(step, prev)
                 if prev not in sl.depth:
@@ -298,8 +306,11 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
         mine = next((r for r in reversed(records) if r.actor == v.actor and r.kind in ("run", "timer")), None)
         if mine is not None:
             seed_steps.append(mine.step)
-    elif last_run is not None and v.time <= last_run.time + 1e-9 and v.kind == "oracle" and not _checked_later(v):
-        seed_steps.append(last_run.step)  # an invariant or a bound that held before this step: it broke it
+    elif last_run is not None and v.time <= last_run.time + 1e-9 and v.kind == "oracle" and (
+            not _checked_later(v) or not trace.oracle_reads):
+        # an invariant or a bound that held before this step: it broke it (and an end-of-run check that read
+        # nothing the harness records, the model's memory: where the run stood is all there is to go by)
+        seed_steps.append(last_run.step)
     oracle = tuple(trace.oracle_reads)
     if not oracle and not seed_steps and last_run is not None and v.kind != "oracle":
         seed_steps.append(last_run.step)  # a runaway or a deadlock: where the run stood
