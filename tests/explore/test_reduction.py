@@ -167,7 +167,7 @@ def test_reduction_keeps_the_two_entry_proof_of_fixed_races(name: str) -> None:
     race = registered_races()[name]
     reduced, full = both(race.scenario, 2, budget=200_000, faults=race.faults, fixed=True, **race.params)
     assert_same_verdict(reduced, full)
-    assert reduced.runs * 3 < full.runs * 2, (reduced.runs, full.runs)  # 27,278 against 48,276
+    assert reduced.runs * 3 < full.runs * 2, (reduced.runs, full.runs)  # 19,611 against 47,100 (issue 39)
 
 
 # ------------------------------------------------------------ issue 39: per key, inside a recorded process
