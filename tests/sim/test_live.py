@@ -275,6 +275,8 @@ async def _use_every_public_name(world: World) -> None:
     got["fault_kinds"] = world.fault_kinds is None or isinstance(world.fault_kinds, frozenset)
     world.share_memory("helper")
     got["process_of"] = world.process_of("helper/x")
+    got["recorded"] = world.recorded(world.process_of("helper/x"))
+    got["memory_of"] = world.memory_of("helper/x")
     world.touch("Pod default/p", write=True)
     world.note("a note", key="Pod default/p", n=1)
     got["noting"] = isinstance(world.noting, bool)
