@@ -3,16 +3,21 @@
 ``python -m bench.reduction_bound [--race NAME] [-k K]`` proves each fixed race
 clean three times and prints the runs each proof took:
 
-- ``declared``: the referee as shipped. Two actions are independent only
-  when they belong to different declared processes and touch no common
-  apiserver resource that one of them writes (``World.share_memory``). Under
-  every relation, a sibling that moves the held action across a jump of
-  virtual time is still searched (the referee checks that outside the relation).
-- ``per key``: also takes two actions of *one* process to be independent when
-  they are about different object keys (both keys known) and touch no common
-  apiserver resource. That is what a per-key record of every informer cache,
-  work queue and model map would give at best: it assumes a model's memory
-  is partitioned by object key, which these models do not promise.
+- ``declared``: the referee as shipped. Two actions are independent when
+  they belong to different declared processes and touch no common apiserver
+  resource that one of them writes (``World.share_memory``), and, inside a
+  process that records every access to its memory by key
+  (``share_memory(..., recorded=True)``: the garbage collector), when they
+  are of different actors and their footprints (informer cache entries, work
+  queue items and order, graph nodes, expectations: what the story reads)
+  share no key one of them writes. Under every relation, a sibling that moves
+  the held action across a jump of virtual time is still searched (the
+  referee checks that outside the relation).
+- ``per key``: also takes two actions of *any* one process to be independent
+  when they are about different object keys (both keys known) and touch no
+  common resource. It assumes a model's own memory is partitioned by object
+  key, which these models do not promise (their memory is not recorded): an
+  upper bound of what recording every model's memory by key could add.
 - ``per actor``: every actor its own process; only apiserver resources count.
   Unsound (an informer and the worker that reads its cache are taken to be
   independent); an upper bound on what any footprint-based reduction skips.

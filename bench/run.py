@@ -517,10 +517,12 @@ def render(res: dict[str, Any]) -> str:
     bnd = s.get("reduction_bound", [])
     if bnd:
         parts += ["", "## 4c. How far a reduction could go (fixed variants, proved clean; `python -m bench.reduction_bound`)",
-                  "", "The same proofs under looser independence: *declared* is the referee as shipped; *per key* also "
-                  "takes two actions of one process on different object keys to commute (the best a per-key record "
-                  "of every informer cache, work queue and model map could do); *per actor* takes every actor to be "
-                  "its own process (unsound: an upper bound on any footprint-based reduction).", ""]
+                  "", "The same proofs under looser independence: *declared* is the referee as shipped (across "
+                  "declared processes by their apiserver footprints, and inside a process that records its memory "
+                  "by key, the garbage collector, by the footprints the story reads); *per key* also takes two "
+                  "actions of any one process on different object keys to commute (what recording every model's "
+                  "memory by key could add at best); *per actor* takes every actor to be its own process (unsound: "
+                  "an upper bound on any footprint-based reduction).", ""]
         parts.append(_table(["model", "k", "independence", "runs", "fewer than none", "verdict"], [
             [r["race"], str(r["k"]), r["reduction"] + (f" (from {r['from']})" if r.get("from") else ""),
              _num(r["runs"]), _num(r.get("ratio"), "{:.2f}x"), r["verdict"]]

@@ -405,10 +405,22 @@ class _PlanSearch:
 
 
 class _Dependence:
-    """Which actions of one run may not commute with a held action's process (see :class:`_PlanSearch`)."""
+    """Which actions of one run may not commute with a held action's process (see :class:`_PlanSearch`).
+
+    Across declared processes: the held action's process and the other
+    action touch a common apiserver resource, one writing it. Within one
+    process that records every access to its memory by key
+    (``World.share_memory(..., recorded=True)``: the garbage collector's
+    graph, caches, queues and rate limiter), two actions of different actors
+    commute too when the held actor's accesses and the other action's share
+    no key that one of them writes: the footprints the story reads, so the
+    reduction skips only what they show independent. Every other pair
+    within a process is dependent (its memory is one unrecorded resource).
+    """
 
     def __init__(self, chooser: PlanChooser) -> None:
         self.process_of = chooser.process_of
+        self.recorded = chooser.recorded
         self.footprint = dict(zip(chooser.ran, chooser.footprints, strict=True))
         #: action -> the virtual time it ran at
         self.time_of = dict(zip(chooser.ran, chooser.times, strict=True))
@@ -426,12 +438,30 @@ class _Dependence:
             self._by_process[proc] = fp
         return fp
 
+    def _actor_footprint(self, actor: str) -> dict[object, bool]:
+        """Every resource ``actor`` touched in the run -> whether it wrote it."""
+        key = f"actor {actor}"
+        fp = self._by_process.get(key)
+        if fp is None:
+            fp = {}
+            for ident, touched in self.footprint.items():
+                if touched and ident.actor == actor:
+                    for res, wrote in touched:
+                        fp[res] = fp.get(res, False) or wrote
+            self._by_process[key] = fp
+        return fp
+
     def __call__(self, held: Ident, y: Ident) -> bool:
         px = self.process_of(held.actor)
         py = self.process_of(y.actor)
-        if px is None or py is None or px == py:
+        if px is None or py is None:
             return True
-        mine = self._process_footprint(px)
+        if px == py:
+            if held.actor == y.actor or not self.recorded(px):
+                return True
+            mine = self._actor_footprint(held.actor)
+        else:
+            mine = self._process_footprint(px)
         return any(res in mine and (wrote or mine[res]) for res, wrote in self.footprint.get(y, ()))
 
 

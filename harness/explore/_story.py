@@ -1,80 +1,74 @@
-"""The story of a counterexample: what Kubernetes did, in at most fifteen lines.
+"""The story of a counterexample: the reads that decided, in at most fifteen lines.
 
 A trace lists scheduling points; a reader wants the upstream story: which
-delivery was late or which watch broke and what it lost, the LIST a relist
-made and the events it synthesised, the filter that dropped one, the write
-that went wrong, and when the oracle broke. The story is derived, never
-written by the model's author:
+delivery was late or which watch broke, what the controller's cache showed
+when it decided, what it wrote, and when the oracle broke. The story is
+derived, never written by the model's author, and it is the one explanation
+of a counterexample: the hunt prints it, a pytest failure opens with it,
+``replay --story`` prints it and the HTML page's summary is built from it.
 
-1. **Told.** The counterexample is run once more with notes on
-   (:class:`harness.sim.Note`): the same choices, the same trace, plus what
-   the kube layer and the model noted inside each step and which objects each
-   step read and wrote.
-2. **Sliced.** From the violated oracle back: it starts from the objects the
-   oracle read (recorded while it was checked), the objects its message names
-   and the violating actor's last step; a step or note is kept when it wrote
-   one of the objects wanted, and what it read becomes wanted too. Objects are
-   matched by ``namespace/name`` across kinds and work-queue keys, so a
-   Workload's queue key and the Workload are one thread. The plan entries and
-   the steps they act at are always kept.
-3. **Told short.** The plan entries come first, each once with what it
-   delayed or lost ("held: X from #2 until #30"); then the kept steps with
-   their notes, the most telling ones when there are more than fit (faults,
-   relists and their synthesised events, predicate verdicts, errors, deletes,
-   crashes and the model's own notes rank first); then the violation at its
-   virtual time, "at t=35.000 (no step ran since #25 at t=0.800)" when it broke
-   because time passed.
+1. **Told.** The counterexample is run once more with notes on (the same
+   choices, the same trace): each step's footprint (:class:`harness.sim.Access`,
+   recorded by :meth:`World.touch`) says what it read and wrote, by key (an
+   apiserver object at a revision, an informer cache entry, a work-queue item,
+   an expectation) and what it saw ("lister: 1 Pod of default; web-2 absent").
+2. **Sliced over reads-from.** From what the violated oracle read (or the
+   violating actor's last step), each read leads to the write it read from:
+   the last write of that resource before it, or for a watch event the commit
+   of its revision; the step that made the write joins the slice, and so do
+   the reads of the decision that made it: the earlier steps of the same
+   actor it continues (program order, back to where it last waited for work
+   or time) that read something. Steps that only happened to touch a name,
+   and deliveries nobody read, stay out.
+3. **Told in causal order.** The plan entries come first, each once, with the
+   hold as it happened ("from #14 for 2.000 s", "for no time"); then the
+   slice's steps in an order that respects reads-from and keeps a decision
+   next to the write it made (a step is told right after the one it continues
+   when nothing else it read came between), each with the values it read and
+   what it wrote; then the violation, whole (a long one wraps), at its
+   virtual time. The header counts what the slice kept, what is shown, and
+   what was left out and why.
 
-Rejected: picking steps by the names an oracle message happens to contain (a
-rule only a docstring told, and a message that names no object lost the delete
-that caused it); a fixed window of steps around each deviation (a relist two
-seconds later is as much the story as the step next door).
+Rejected: a slice by object name across kinds (it kept 159 of 171 steps of a
+SidecarSet model and left out the write that mattered, because a name matches
+everything that touched it and nothing that was only read); picking the
+page's summary by whole-name match (two explanations of one counterexample
+that disagreed).
 """
 
 from __future__ import annotations
 
 import re
+import textwrap
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..sim import Fault, Hold, Ident, Note, Pick, Record, Trace, identity_label
+from ..sim import Access, Fault, Hold, Ident, Note, Pick, Record, Trace, Violation, identity_label
 
 if TYPE_CHECKING:
     from ._counterexample import Counterexample
 
 _NUMBER = re.compile(r"\d+(\.\d+)?")
+_REF = re.compile(r"^[A-Z][A-Za-z0-9]* [^ ]+$")  # an apiserver object: "Kind ns/name" or "Kind name"
 
 #: at most this many lines, the plan entries and the violation included
 MAX_LINES = 15
-#: a line is cut here (the full text is in the trace below the story)
+#: a step's line is cut here (the full text is in the trace); the violation's never is: it wraps
 MAX_WIDTH = 300
 
-# note kinds and ops that tell the story first (a late delivery's effect, a fault's loss, a model's log line)
-_TELLING = {"relist": 3, "predicate": 2, "watch": 4, "crash": 4, "gc": 3, "log": 5, "step": 4, "list": 2}
-_TELLING_OPS = {"unsatisfied": 3, "expired": 4, "add_after": 2, "add_rate_limited": 2, "coalesced": 2, "dirty": 1}
+# note kinds and ops that a step's line keeps first (a fault's loss, a relist, a model's log line)
+_TELLING = {"relist": 3, "predicate": 2, "watch": 4, "crash": 4, "gc": 3, "log": 5, "step": 4, "list": 1}
+_TELLING_OPS = {"unsatisfied": 3, "expired": 4, "coalesced": 2, "dirty": 1}
+
+#: the oracle's reads are made after the step the violation follows
+_ORACLE = 1 << 40
 
 
 def name_of(ref: str) -> str:
     """The ``namespace/name`` (or bare name) of an object reference ``"Kind ns/name"``, or a queue key as it is."""
     return ref.split(" ", 1)[1] if " " in ref else ref
-
-
-def names_of(refs: Iterable[str], *, written: bool = False) -> set[str]:
-    """What a slice matches refs by: each ``namespace/name``; a written ``"Kind ns/name"`` also writes ``"Kind *"``.
-
-    A read of a whole kind (``peek_all``, a LIST) is ``"Kind *"``: it depends
-    on every write of that kind, a delete included, which no name would match.
-    """
-    out: set[str] = set()
-    for ref in refs:
-        if ref.endswith(" *"):
-            out.add(ref)
-            continue
-        out.add(name_of(ref))
-        if written and " " in ref:
-            out.add(ref.split(" ", 1)[0] + " *")
-    return out
 
 
 @dataclass(frozen=True)
@@ -84,33 +78,461 @@ class Story:
     lines: tuple[str, ...]
     #: the steps the story shows (a report marks them in its timeline)
     steps: frozenset[int]
-    #: every step of the causal slice, shown or not (a step program never folds them)
+    #: every step of the slice, shown or not (a step program never folds them)
     causal: frozenset[int]
-    #: the violation's line: its instant, and the last step before it when time passed
+    #: the violation's line, whole: its instant, and the last step before it when time passed
     verdict: str
     #: whether the notes came from a fresh run (False: the run could not be repeated; steps only)
-    told: bool
+    told: bool = True
+    #: the plan entries as the story tells them, one line each (the page's "how the run got there")
+    entries: tuple[str, ...] = ()
+    #: the apiserver objects the violation and the shown steps read or wrote (the page's state table)
+    objects: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return "\n".join(self.lines)
 
 
-def _reads_writes(note: Note) -> tuple[set[str], set[str]]:
-    """Which objects (by name) a note read and which it wrote, from its kind and op."""
-    names = names_of(note.keys)
-    op = note.field("op")
-    if note.kind == "handler" or op == "get" or (note.kind == "gc" and len(names) > 1):
-        if note.kind == "gc":  # the collector read the owners and writes the dependent
-            first = name_of(note.keys[0])
-            return names - {first}, {first}
-        return names, set()
-    if op in ("unsatisfied", "expired", "observe"):
-        return names, names
-    return set(), names | names_of(note.keys, written=True)
+# ------------------------------------------------------------------ the slice
+@dataclass
+class _Slice:
+    """Reads-from over one told run: which step each deciding read read from, and what the slice kept."""
+
+    #: step -> its accesses (faults' and picks' folded into the step they happened in)
+    fps: dict[int, tuple[Access, ...]]
+    continues: dict[int, int]
+    #: resource -> [(step, index in the step, version)] of its deciding writes, in order
+    writers: dict[str, list[tuple[int, int, int | None]]]
+    #: the steps kept, each with how far from the violation (1: it wrote what the oracle read)
+    depth: dict[int, int]
+    #: reader step -> [(writer step, the read)] of the edges the slice followed
+    edges: dict[int, list[tuple[int, Access]]]
+    #: writer step -> the resources of its writes somebody in the slice read
+    used: dict[int, set[str]]
+    #: steps that joined as the decision a later step continues
+    decisions: set[int]
+    #: step -> the decision (an earlier step of its actor) it continues
+    decided_by: dict[int, int]
+
+
+def _writers(fps: dict[int, tuple[Access, ...]]) -> dict[str, list[tuple[int, int, int | None]]]:
+    out: dict[str, list[tuple[int, int, int | None]]] = {}
+    for step in sorted(fps):
+        for i, a in enumerate(fps[step]):
+            if a.write and a.decides:
+                out.setdefault(a.resource, []).append((step, i, a.version))
+    return out
+
+
+def _read_from(writers: dict[str, list[tuple[int, int, int | None]]], a: Access, step: int, index: int) -> int | None:
+    """The step whose write ``a`` (read at ``step``, access ``index``) read from; None: its own, or no write."""
+    got = writers.get(a.resource)
+    if not got:
+        return None
+    best: tuple[int, int, int | None] | None = None
+    for w in got:
+        if (w[0], w[1]) >= (step, index):
+            break
+        if a.version is None or w[2] == a.version:
+            best = w
+    if best is None and a.version is not None:  # a revision it did not see written: the last write before it
+        for w in got:
+            if (w[0], w[1]) >= (step, index):
+                break
+            best = w
+    if best is None or best[0] == step:
+        return None
+    return best[0]
+
+
+def _slice(trace: Trace, records: Sequence[Record], seeds: Sequence[tuple[int, Sequence[Access]]],
+           seed_steps: Iterable[int], last: int) -> _Slice:
+    """Walk back from the seeds' reads over reads-from and program order (see the module docstring)."""
+    owner: dict[int, int] = {}
+    cur = 0
+    for r in records:
+        if r.kind in ("run", "timer"):
+            cur = r.step
+        owner[r.step] = cur
+    fps: dict[int, tuple[Access, ...]] = {}
+    for step, acc in trace.footprints.items():
+        if step > last:
+            continue
+        at = owner.get(step, step)
+        fps[at] = fps.get(at, ()) + tuple(acc)
+    # A model's own step on a key (world.step(label, key=K)) that records nothing else reads and writes K: the model
+    # said what the step is about
+    for r in records:
+        if r.kind == "run" and r.key and not r.label.startswith("response ") and not any(
+                not a.resource.startswith("memory") for a in fps.get(r.step, ())):
+            res = f"step key {r.key}"
+            fps[r.step] = (*fps.get(r.step, ()), Access(res), Access(res, True))
+    # A step reads its process's memory (World.memory_of) only where its stretch of program starts, after a wait
+    # for work or time: the steps that continue it act on what that one read. The scenario's own actor is its
+    # script: it reads no memory.
+    actor_at = {r.step: r.actor for r in records}
+    for step, acc in list(fps.items()):
+        if step in trace.continues or actor_at.get(step) == "main":
+            kept = tuple(a for a in acc if a.write or a.said or not a.resource.startswith("memory"))
+            if len(kept) != len(acc):
+                fps[step] = kept
+    writers = _writers(fps)
+    sl = _Slice(fps, dict(trace.continues), writers, {}, {}, {}, set(), {})
+    todo: deque[int] = deque()  # breadth first: a step's depth is its distance from the violation
+
+    actor_of = {r.step: r.actor for r in records}
+    via_memory: set[int] = set()  # steps that joined only as the last change of a memory the harness cannot see
+
+    def reach(reader: int, readings: Sequence[Access], depth: int) -> None:
+        for i, a in enumerate(readings):
+            if a.write or not a.decides:
+                continue
+            memory = a.resource.startswith("memory")
+            if memory and reader in via_memory:
+                continue  # one hop only: what a whole memory last saw, not every change before it
+            w = _read_from(writers, a, reader, i)
+            if w is None or w > last:
+                continue
+            sl.edges.setdefault(reader, []).append((w, a))
+            sl.used.setdefault(w, set()).add(a.resource)
+            if w not in sl.depth:
+                sl.depth[w] = depth
+                todo.append(w)
+                if memory:
+                    via_memory.add(w)
+
+    for at, reads in seeds:
+        reach(at, reads, 1)
+        # the last step that read what the oracle read, from the same write: a decision made on the value the
+        # oracle found wrong (a sync that skipped; what did nothing is never a write)
+        for i, a in enumerate(reads):
+            if a.write or not a.decides:
+                continue
+            w = _read_from(writers, a, at, i)
+            for step in sorted(fps, reverse=True):
+                if step > last or (w is not None and step <= w):
+                    break
+                if step in sl.depth:
+                    continue
+                if any(b.resource == a.resource and not b.write and b.decides and b.said
+                       and _read_from(writers, b, step, j) == w for j, b in enumerate(fps[step])):
+                    sl.depth[step] = 1
+                    todo.append(step)
+                    break
+    for step in seed_steps:
+        if step <= last and step not in sl.depth:
+            sl.depth[step] = 1
+            todo.append(step)
+    while todo:
+        step = todo.popleft()
+        d = sl.depth[step]
+        reach(step, fps.get(step, ()), d + 1)
+        # the decision: the earlier steps of the same actor this one continues, back to the first that read
+        # (not the scenario's own actor: a test's steps are its script, not decisions on what it read)
+        prev = sl.continues.get(step) if actor_of.get(step) != "main" else None
+        while prev is not None:
+            if any(not a.write and a.decides and (a.said or _read_from(writers, a, prev, i) is not None)
+                   for i, a in enumerate(fps.get(prev, ()))):  # it read a value (not a memory nothing wrote)
+                sl.decisions.add(prev)
+                sl.decided_by.setdefault(step, prev)
+                if prev not in sl.depth:
+                    sl.depth[prev] = d
+                    todo.append(prev)
+                break
+            prev = sl.continues.get(prev)
+    return sl
+
+
+def _causal_order(steps: set[int], sl: _Slice, time_of: dict[int, float]) -> list[int]:
+    """The steps so that each comes after every step it read from, and a step right after the one it continues.
+
+    Greedy over the steps whose sources are all told: after a step, the step
+    that continues it goes next when it is ready (so a delivery that fed
+    nothing of the decision never sits between the decision and its write);
+    otherwise the earliest ready step.
+    """
+    deps: dict[int, set[int]] = {s: set() for s in steps}
+    follower: dict[int, int] = {}
+    for s in steps:
+        for w, _a in sl.edges.get(s, ()):
+            if w in steps:
+                deps[s].add(w)
+        prev = sl.decided_by.get(s)
+        if prev is not None and prev in steps:
+            deps[s].add(prev)
+            follower[prev] = s
+    out: list[int] = []
+    done: set[int] = set()
+    pending = sorted(steps)
+    last: int | None = None
+    while pending:
+        nxt = follower.get(last) if last is not None else None
+        if nxt is None or last is None or nxt in done or not deps[nxt] <= done or time_of.get(nxt) != time_of[last]:
+            nxt = next((s for s in pending if deps[s] <= done), pending[0])
+        out.append(nxt)
+        done.add(nxt)
+        pending.remove(nxt)
+        last = nxt
+    return out
+
+
+# ------------------------------------------------------------------ telling
+def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX_LINES) -> Story:
+    """The story of ``cx`` from ``trace`` (default: :meth:`Counterexample.told`), in at most ``max_lines`` lines."""
+    if trace is None:
+        trace = cx.told()
+    v = cx.violation
+    notes = [n for n in trace.notes if n.step <= v.step]
+    records = [r for r in presented(trace, notes, plan=cx.plan is not None) if r.step <= v.step]
+    rec_of = {r.step: r for r in records}
+    owner: dict[int, int] = {}
+    cur = 0
+    for r in records:
+        if r.kind in ("run", "timer"):
+            cur = r.step
+        owner[r.step] = cur
+    by_step: dict[int, list[Note]] = {}
+    for n in notes:
+        by_step.setdefault(owner.get(n.step, n.step), []).append(n)
+    keep: set[int] = set()
+    told: set[int] = set()  # steps a plan line tells already (a fault, a pick): no line of their own below
+    head = (_entry_lines(cx.plan, records, notes, keep, told, v.time) if cx.plan is not None
+            else _positional_lines(records, keep, told))
+
+    # --- the slice, from what the oracle read (and the violating actor's last step) back
+    seed_steps: list[int] = []
+    last_run = next((r for r in reversed(records) if r.kind in ("run", "timer")), None)
+    if v.actor is not None:
+        mine = next((r for r in reversed(records) if r.actor == v.actor and r.kind in ("run", "timer")), None)
+        if mine is not None:
+            seed_steps.append(mine.step)
+    elif last_run is not None and v.time <= last_run.time + 1e-9 and v.kind == "oracle" and (
+            not _checked_later(v) or not trace.oracle_reads):
+        # an invariant or a bound that held before this step: it broke it (and an end-of-run check that read
+        # nothing the harness records, the model's memory: where the run stood is all there is to go by)
+        seed_steps.append(last_run.step)
+    oracle = tuple(trace.oracle_reads)
+    if not oracle and not seed_steps and last_run is not None and v.kind != "oracle":
+        seed_steps.append(last_run.step)  # a runaway or a deadlock: where the run stood
+    sl = _slice(trace, records, [(_ORACLE, oracle)], seed_steps, v.step)
+    causal = {s for s in sl.depth if s in rec_of}
+    # the model's own log lines (World.note) are its author's story: their steps join the slice
+    for step, ns in by_step.items():
+        if step in rec_of and step not in causal and any(n.kind == "log" for n in ns):
+            causal.add(step)
+            sl.depth[step] = 2
+    fallback = False
+    if not causal and trace.noted:
+        # the oracle read nothing the harness records (a metric, the model's own memory): the last steps that
+        # noted something are where it broke, said as such in the header
+        fallback = True
+        for r in reversed(records):
+            if r.kind in ("run", "timer") and by_step.get(r.step) and len(causal) < MAX_LINES:
+                causal.add(r.step)
+                sl.depth[r.step] = 1
+
+    # --- the violation, whole, at its instant
+    if last_run is not None and v.time > last_run.time + 1e-9:
+        when = f"at t={v.time:.3f} (no step ran since #{last_run.step} at t={last_run.time:.3f})"
+    else:
+        when = f"at t={v.time:.3f}, step #{v.step}"
+    verdict = f"=> {when}: {v.describe()}"
+    tail = textwrap.wrap(verdict, MAX_WIDTH, subsequent_indent="   ", break_long_words=True,
+                         break_on_hyphens=False) or [verdict]
+    if len(tail) > max_lines - 2:  # never cut: a story shorter than its violation shows the violation alone
+        max_lines = len(tail) + 2
+
+    # --- the steps worth a line, the most telling first when more are kept than fit
+    if 1 + len(head) + len(tail) > max_lines:
+        cut = max(0, max_lines - 1 - len(tail) - 1)
+        head = [*head[:cut], f"... {len(head) - cut} more plan entries (every one is in the trace's plan)"]
+    room = max(0, max_lines - 1 - len(head) - len(tail))
+    lines_of: dict[int, str] = {}
+    scores: dict[int, float] = {}
+    for step in causal:
+        if step in told:
+            continue  # said by its plan line
+        r = rec_of[step]
+        line = _line(r, sl, by_step.get(step, ()), step in keep)
+        if line is None:
+            continue
+        lines_of[step] = line
+        scores[step] = _score(step, sl, by_step.get(step, ()), keep)
+    repeats: set[int] = set()
+    shapes: dict[str, list[int]] = {}
+    for step in sorted(lines_of):
+        shapes.setdefault(_NUMBER.sub("N", lines_of[step].split("  ", 1)[1]), []).append(step)
+    for same in shapes.values():
+        if len(same) > 2:  # a retry loop, a backoff doubling: its first and last occurrence
+            repeats.update(same[1:-1])
+            lines_of[same[-1]] += f" (the same as #{same[0]}, {len(same) - 2} time(s) between)"
+    rank = sorted((s for s in lines_of if s not in repeats), key=lambda s: (-scores[s], -s))
+    chosen = set(rank[:room])
+    time_of = {s: rec_of[s].time for s in causal}
+    body = [_cut(lines_of[s]) for s in _causal_order(causal, sl, time_of) if s in chosen]
+    quiet = len(causal) - len(lines_of) - len(causal & told)  # kept, but nothing to say: a response, a wait
+    unshown = len(rank) - len(chosen)
+    title = _title(cx, trace, causal, len(chosen), len(causal & told), repeats & causal, unshown, quiet, fallback)
+    objects = _objects(oracle, chosen, sl)
+    lines = [title, *head, *body, *tail]
+    return Story(tuple(lines), frozenset(chosen), frozenset(causal), verdict, trace.noted,
+                 tuple(h for h in head if not h.startswith("... ")), objects)
+
+
+def _checked_later(v: Violation) -> bool:
+    """Whether the violation is an end-of-run check or a deadline (not an invariant the last step broke)."""
+    return v.message.startswith("at the end of the run") or "did not happen within" in v.message \
+        or "never happened" in v.message
+
+
+def _title(cx: Counterexample, trace: Trace, causal: set[int], shown: int, by_plan: int, repeats: set[int],
+           unshown: int, quiet: int, fallback: bool) -> str:
+    """The header: deviations, the slice against the run, and every kept step accounted for."""
+    n = len(cx.plan) if cx.plan is not None else cx.trace.deviations
+    parts = [f"story: {n} deviation(s); the slice keeps {len(causal)} of {trace.steps} step(s)"]
+    said = [f"{shown} shown"]
+    if by_plan:
+        said.append(f"{by_plan} told by the plan")
+    if repeats:
+        said.append(f"{len(repeats)} repeat(s) folded")
+    if unshown:
+        said.append(f"{unshown} less telling left out (in the trace)")
+    if quiet:
+        said.append(f"{quiet} with nothing to say left out")
+    head = parts[0] + ": " + ", ".join(said)
+    if fallback:
+        head += " (the oracle read nothing the harness records: the last steps that noted something)"
+    if not trace.noted:
+        head += " (the run could not be told again: steps only)"
+    return head
+
+
+def _score(step: int, sl: _Slice, notes: Sequence[Note], keep: set[int]) -> float:
+    """How telling a kept step is: near the violation, a commit or an error, a decision on what it read, a stale
+    read, a fault's or a relist's note, a plan's step; plumbing (a work queue's Get alone) least."""
+    depth = sl.depth.get(step, 9)
+    score = 10.0 / depth
+    if step in keep:
+        score += 6
+    fp = sl.fps.get(step, ())
+    used = sl.used.get(step, set())
+    if any(a.write and a.resource in used and _REF.match(a.resource) for a in fp):
+        score += 4  # a commit somebody read
+    decided = [a for _w, a in sl.edges.get(step, ()) if a.said]
+    if any(" queue: " not in a.said for a in decided):
+        score += 3  # a decision on values it read (a lister, an expectation, a GET)
+    elif decided:
+        score -= 4  # a Get off a work queue and nothing else
+    if any(a.version is not None and "not yet in the cache" in a.said for a in fp):
+        score += 3  # it decided on a cache that had not seen a write: the crux of most of these races
+    for n in notes:
+        if not _telling(n):
+            continue
+        score += 0.5 * max(_TELLING.get(n.kind, 1), _TELLING_OPS.get(str(n.field("op")), 0))
+        if n.kind == "write" and n.field("code"):
+            score += 3
+        if n.kind == "predicate":
+            score += 3
+    return score
+
+
+def _line(r: Record, sl: _Slice, notes: Sequence[Note], planned: bool) -> str | None:
+    """One step of the story: its words, what it read that decided, what it wrote that was read, its notes."""
+    words = _said(r.actor, r.label)
+    fp = sl.fps.get(r.step, ())
+    reads: list[str] = []
+    shown: set[str] = set()
+    for w, a in sl.edges.get(r.step, ()):
+        if a.said.startswith("rv="):
+            continue  # one entry of a LIST it read: the LIST's own line says how many and which
+        shown.add(a.said)
+        if a.said and not _echo(a.said, words):
+            reads.append(f"{a.said} (#{w})")
+        elif not a.said and a.resource.startswith("memory"):  # what the last handler call did to its memory
+            last = next((b.said for b in sl.fps.get(w, ()) if b.write and b.resource == a.resource), "")
+            whose = f"the memory of {a.resource[len('memory: '):]}" if ": " in a.resource else "memory"
+            reads.append(f"{whose}, last changed by {last} (#{w})")
+    for a in fp:  # what it read of a write it did not see, and the checks it made
+        if not a.write and a.decides and a.said and (a.version is None or "not yet" in a.said) \
+                and a.said not in shown and not a.said.startswith(("rv=", "GET ")) and not _echo(a.said, words):
+            shown.add(a.said)
+            reads.append(a.said)
+    used = sl.used.get(r.step, set())
+    writes = [a.said for a in fp if a.write and a.decides and a.said and a.resource in used
+              and not _echo(a.said, words)]
+    parts: list[str] = []
+    reads = sorted(dict.fromkeys(reads), key=_plumbing)  # what decided first; a queue's Get, a memory last
+    while len(reads) > 1 and len("; ".join(reads)) + len(words) > MAX_WIDTH - 30 and _plumbing(reads[-1]):
+        reads.pop()
+    if reads:
+        parts.append("read " + "; ".join(reads))
+    if writes:
+        parts.append("wrote " + "; ".join(dict.fromkeys(writes)))
+    for t in dict.fromkeys(n.text for n in notes if _telling(n)):
+        code = re.search(r" -> (\d{3} \w+)", t)
+        if not any(t in p or (code is not None and code.group(1) in p) for p in parts):
+            parts.append(t)
+    if not parts and not planned and not any(a.write and a.resource in used for a in fp):
+        return None  # it read and wrote nothing worth a word (a response, a wake-up): counted, not shown
+    said = " | ".join(parts)
+    while len(said) + len(words) > MAX_WIDTH - 20 and len(parts) > 1:
+        parts.pop()  # the notes go first, then the writes: the reads that decided stay
+        said = " | ".join(parts)
+    return f"#{r.step:<4} t={r.time:.3f}  {words}" + (f": {said}" if said else "")
+
+
+def _plumbing(said: str) -> int:
+    """How little a read says about a decision: 0 a stale or absent read, an expired or pending expectation;
+    1 any other value read; 2 a work queue's Get or a whole memory (the story gives way to the others)."""
+    if " queue: Get " in said or said.startswith("memory") or said.startswith("the memory of"):
+        return 2
+    if any(w in said for w in ("absent", "not yet", "expired", "unsatisfied", "stale", " -> 4", "waits for")):
+        return 0
+    return 1
+
+
+def _telling(n: Note) -> bool:
+    """Whether a note says something a step's reads and writes do not (an error, a loss, a filter, a log line)."""
+    if n.kind in ("step", "handler", "expectation") or (n.kind == "write" and not n.field("code")):
+        return False
+    if n.kind in ("list", "relist") and not n.field("relist"):
+        return False  # the first LIST of an informer is how every run starts
+    if n.kind == "predicate":
+        return bool(n.field("verdict") == "dropped")
+    if n.kind == "queue":
+        return n.field("op") in ("coalesced", "dirty", "add_rate_limited")
+    return True
+
+
+def _echo(said: str, words: str) -> bool:
+    """Whether ``said`` only repeats the step's own label (a delivery reading the event it delivers)."""
+    head = said.split(" rv=", 1)[0]
+    if head in words:
+        return True
+    m = re.search(r"(\S+) rv=(\d+)", said)
+    return m is not None and f"{m.group(1)} rv={m.group(2)}" in words and "cache: " in said
+
+
+def _objects(oracle: Sequence[Access], chosen: set[int], sl: _Slice) -> tuple[str, ...]:
+    """The apiserver objects ("Kind ns/name") the oracle read and the shown steps read or wrote, in that order."""
+    out: dict[str, None] = {}
+    for a in oracle:
+        if _REF.match(a.resource) and not a.resource.endswith(" *"):
+            out[a.resource] = None
+    for step in sorted(chosen):
+        for a in sl.fps.get(step, ()):
+            if a.decides and _REF.match(a.resource) and not a.resource.endswith(" *"):
+                out[a.resource] = None
+    return tuple(out)
 
 
 def _cut(text: str) -> str:
     return text if len(text) <= MAX_WIDTH else text[: MAX_WIDTH - 3] + "..."
+
+
+def _said(actor: str, label: str) -> str:
+    label = label[len(actor) + 1:] if label.startswith(actor + " ") else label
+    return f"{actor}: {label}"
 
 
 def _occurrences(records: Sequence[Record]) -> dict[tuple[str, str, str | None, int], Record]:
@@ -124,11 +546,6 @@ def _occurrences(records: Sequence[Record]) -> dict[tuple[str, str, str | None, 
         n = seen[t] = seen.get(t, 0) + 1
         out[(*t, n)] = r
     return out
-
-
-def _said(actor: str, label: str) -> str:
-    label = label[len(actor) + 1:] if label.startswith(actor + " ") else label
-    return f"{actor}: {label}"
 
 
 def presented(records: Iterable[Record], notes: Sequence[Note], *, plan: bool) -> list[Record]:
@@ -172,8 +589,15 @@ def presented(records: Iterable[Record], notes: Sequence[Note], *, plan: bool) -
 
 
 def _entry_lines(plan: Sequence[Hold | Fault | Pick], records: Sequence[Record], notes: Sequence[Note],
-                 keep: set[int], told: set[int]) -> list[str]:
-    """One line per plan entry: what it did and where, each hold once ("held: X from #a until #b")."""
+                 keep: set[int], told: set[int], end: float) -> list[str]:
+    """One line per plan entry: what it did and where, each hold once and as it happened.
+
+    A hold "as long as its window allows" says how long it actually held:
+    the seconds from the step that first passed it over to the step it ran
+    at, "for no time" when its window had no width (it ran at the same
+    instant, only after other steps), and when it never ran, that the run
+    ended first.
+    """
     by_ident = _occurrences(records)
     out: list[tuple[int, str]] = []  # (the step it acts at, its line): told in the order they happened
     for e in plan:
@@ -194,13 +618,22 @@ def _entry_lines(plan: Sequence[Hold | Fault | Pick], records: Sequence[Record],
                 until = "as long as its window allows"
             start = f"from #{first.step} " if first is not None else ""
             late = ""
+            since = first.time if first is not None else None
             if ran is not None:
                 keep.add(ran.step)
-                since = first.time if first is not None else ran.time
-                late = f"; it ran at #{ran.step} (t={ran.time:.3f}" + (
-                    f", {ran.time - since:.3f} s late)" if ran.time > since else ")")
+                since = ran.time if since is None else since
+                if ran.time > since:
+                    late = f"; it ran at #{ran.step} (t={ran.time:.3f}, {ran.time - since:.3f} s late)"
+                elif e.until is None:
+                    until = "as long as its window allows, which is no time (its window has no width)"
+                    others = ran.step - first.step if first is not None else 0
+                    late = f": it ran at #{ran.step} at the same instant t={ran.time:.3f}" + (
+                        f", after {others} other step(s)" if others else "")
+                else:
+                    late = f"; it ran at #{ran.step} (t={ran.time:.3f}, the same instant)"
             else:
-                late = "; it never ran"
+                late = f"; it never ran: the violation came first, at t={end:.3f}" + (
+                    f", {end - since:.3f} s after it was first passed over" if since is not None and end > since else "")
             if isinstance(e.until, Ident) and (u := by_ident.get(tuple(e.until))) is not None:  # type: ignore[arg-type]
                 keep.add(u.step)
             when = first.step if first is not None else ran.step if ran is not None else 1 << 30
@@ -246,155 +679,3 @@ def _positional_lines(records: Sequence[Record], keep: set[int], told: set[int])
         span = f"#{rs[0].step}" if len(rs) == 1 else f"#{rs[0].step} to #{rs[-1].step}"
         out.append(_cut(f"held: {held or 'the canonical action'} while {len(rs)} other step(s) ran ({span})"))
     return out
-
-
-def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX_LINES) -> Story:
-    """The story of ``cx`` from ``trace`` (default: :meth:`Counterexample.told`), in at most ``max_lines`` lines."""
-    if trace is None:
-        trace = cx.told()
-    notes = [n for n in trace.notes if n.step <= cx.violation.step]
-    records = [r for r in presented(trace, notes, plan=cx.plan is not None) if r.step <= cx.violation.step]
-    by_step: dict[int, list[Note]] = {}
-    for n in notes:
-        by_step.setdefault(n.step, []).append(n)
-    keep: set[int] = set()
-    told: set[int] = set()  # steps a plan line tells already (a fault, a pick): no line of their own below
-    head = (_entry_lines(cx.plan, records, notes, keep, told) if cx.plan is not None
-            else _positional_lines(records, keep, told))
-    fixed = set(keep)
-
-    # --- the causal slice, from the oracle back
-    v = cx.violation
-    wanted: set[str] = names_of(trace.oracle_reads)
-    text = f"{v.message}\n{v.name}"
-    every = {name_of(k) for r in records if r.key for k in (r.key,)} | {name_of(k) for n in notes for k in n.keys}
-    wanted |= {nm for nm in every if nm and _named(text, nm)}
-    if v.actor is not None:
-        last = next((r for r in reversed(records) if r.actor == v.actor and r.kind in ("run", "timer")), None)
-        if last is not None:
-            keep.add(last.step)
-            if last.key:
-                wanted.add(name_of(last.key))
-    kept_notes: dict[int, list[Note]] = {}
-    for r in reversed(records):
-        if r.kind not in ("run", "timer", "fault"):
-            continue
-        reads, writes = set(), set()
-        fp = trace.footprints.get(r.step)
-        if fp is not None:
-            reads |= names_of(fp[0])
-            writes |= names_of(fp[1], written=True)
-        elif r.key and r.kind != "fault":  # a model's own step on a key: it may read and write it
-            reads.add(name_of(r.key))
-            writes.add(name_of(r.key))
-        step_notes = by_step.get(r.step, ())
-        mine: list[Note] = []
-        memory = _memory_of(r.actor)
-        for n in step_notes:
-            nr, nw = _reads_writes(n)
-            if n.kind == "handler" and memory is not None:
-                nw = nw | {memory}  # a handler writes its process's memory (a scheduler cache, a controller's map)
-            if nw & wanted or (n.kind == "log" and (nr | nw) & wanted) or (n.kind in ("log", "step") and not n.keys):
-                mine.append(n)
-                reads |= nr
-            elif nr & wanted and n.kind in ("handler", "predicate"):
-                mine.append(n)
-        hit = bool(writes & wanted) or bool(mine) or r.step in fixed
-        if not hit:
-            continue
-        keep.add(r.step)
-        wanted |= reads
-        if memory is not None:
-            wanted.add(memory)  # what the step did may come from what its process remembered
-        if r.key and r.kind != "fault":
-            wanted.add(name_of(r.key))
-        kept_notes[r.step] = mine
-
-    if not keep - fixed:
-        # the oracle read nothing the kube layer saw (a metric, the model's memory): the last steps that
-        # noted something are where it broke
-        for r in reversed(records):
-            if r.kind in ("run", "timer") and by_step.get(r.step) and len(keep) < 2 * MAX_LINES:
-                keep.add(r.step)
-                kept_notes[r.step] = by_step[r.step]
-
-    # --- the violation line, at its instant
-    last_rec = next((r for r in reversed(records) if r.step <= v.step and r.kind in ("run", "timer")), None)
-    if last_rec is not None and v.time > last_rec.time + 1e-9:
-        when = f"at t={v.time:.3f} (no step ran since #{last_rec.step} at t={last_rec.time:.3f})"
-    else:
-        when = f"at t={v.time:.3f}, step #{v.step}"
-    tail = _cut(f"=> {when}: {v.describe()}")
-
-    # --- the most telling steps that fit
-    room = max(1, max_lines - len(head) - 2)
-    rec_of = {r.step: r for r in records}
-    lines_of: dict[int, str] = {}
-    scores: dict[int, int] = {}
-    for step in keep:
-        ns = kept_notes.get(step, by_step.get(step, []) if step in fixed else [])
-        if step in told or (not ns and step not in fixed and rec_of[step].label.startswith("response ")):
-            continue  # said by its plan line; a response that noted nothing says nothing new
-        score = 10 if step in fixed else 0
-        for n in ns:
-            if n.kind in ("list", "relist") and not n.field("relist"):
-                continue  # the first LIST of an informer is how every run starts
-            score = max(score, _TELLING.get(n.kind, 1), _TELLING_OPS.get(str(n.field("op")), 0))
-            if n.kind == "write":  # a commit is what the others then see; a delete or an error more so
-                score = max(score, 3 if n.field("code") or n.field("event") == "DELETED" else 2)
-            if n.kind == "predicate" and n.field("verdict") == "dropped":
-                score = max(score, 5)
-            if n.kind == "handler" and str(n.field("handler", "")).startswith("OnDelete"):
-                score = max(score, 3)
-        scores[step] = score
-        lines_of[step] = _line(rec_of[step], ns)
-    # a step repeated (a retry loop, a backoff doubling) is told by its first and its last occurrence
-    shapes: dict[str, list[int]] = {}
-    for step in sorted(lines_of):
-        shapes.setdefault(_NUMBER.sub("N", lines_of[step].split("  ", 1)[1]), []).append(step)
-    for same in shapes.values():
-        for step in same[1:-1]:
-            scores[step] = -1
-        if len(same) > 2:
-            lines_of[same[-1]] += f" (the same as #{same[0]}, {len(same) - 2} time(s) between)"
-    rank = [(score, step) for step, score in scores.items() if score >= 0]
-    # the most telling first; among equals, the later (nearer the violation)
-    chosen = {s for _, s in sorted(rank, key=lambda t: (-t[0], -t[1]))[:room]}
-    body = [_cut(lines_of[step]) for step in sorted(chosen)]
-    skipped = len(rank) - len(chosen)
-    title = (f"story: {len(cx.plan) if cx.plan is not None else cx.trace.deviations} deviation(s), "
-             f"{len(keep)} causal step(s) of {trace.steps}" + (f" ({skipped} more in the trace)" if skipped else ""))
-    if 2 + len(head) > max_lines:  # more entries than lines: the entries, cut, and the violation
-        head = [*head[: max_lines - 3], f"... {len(head) - (max_lines - 3)} more plan entries"]
-    lines = [title, *head, *body[: max(0, max_lines - 2 - len(head))], tail]
-    return Story(tuple(lines), frozenset(chosen), frozenset(keep), tail, trace.noted)
-
-
-def _line(r: Record, ns: Sequence[Note]) -> str:
-    """One step of the story: its words, then what it noted (the least telling notes give way to fit)."""
-    words = _said(r.actor, r.label)
-    texts = list(dict.fromkeys(n.text for n in ns if n.kind != "step"))
-    while len(texts) > 1 and len("; ".join(texts)) + len(words) > MAX_WIDTH - 40:
-        # the least telling note goes first (a Forget, a get: the next line shows what they led to)
-        texts.remove(min(texts, key=lambda t: _score_text(t, ns)))
-    said = "; ".join(texts)
-    return f"#{r.step:<4} t={r.time:.3f}  {words}" + (f": {said}" if said else "")
-
-
-def _memory_of(actor: str) -> str | None:
-    """The process memory an actor reads and its handlers write: its name's first segment (not the scenario's)."""
-    head = actor.split("/", 1)[0]
-    return None if head in ("main", "kubelet", "timer", "informer", "scheduler/informer") else f"mem:{head}"
-
-
-def _score_text(text: str, notes: Sequence[Note]) -> int:
-    for n in notes:
-        if n.text == text:
-            return max(_TELLING.get(n.kind, 1), _TELLING_OPS.get(str(n.field("op")), 0)) - (
-                1 if n.field("op") in ("forget", "get") else 0)
-    return 0
-
-
-def _named(text: str, name: str) -> bool:
-    """Whether ``text`` names ``name`` as a whole (``test-a`` is not named by ``test-a/wl1``)."""
-    return bool(name) and re.search(r"(?<![\w./-])" + re.escape(name) + r"(?![\w/-]|\.\w)", text) is not None

@@ -16,6 +16,7 @@ checked, written and its watch events are queued.
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -186,9 +187,8 @@ class APIServer:
         busy = world.steps_at_instant >= BUSY_INSTANT
         await world.step(label, key=ref, rv=rv or None, delay=self.request_latency if busy else 0.0)
         checkpoint(self._world, label)
-        self._world.touch(("list", kind) if name == "*" else (kind, namespace, name))
-        if name != "*":
-            self._world.observed(ref)
+        # the request's own target, for the reduction; what it decided on is recorded where it is read
+        world.touch(f"{kind} *" if name == "*" else ref, decides=False)
         k = (verb, kind)
         self.calls[k] = self.calls.get(k, 0) + 1
         if self._world.fault("transient_error", f"{label} fails (timeout, no effect)", key=ref, default=self.transient_errors):
@@ -201,6 +201,10 @@ class APIServer:
         if world.noting:
             world.note(f"{verb} {ref or kind} -> {err.code} {type(err).__name__}: {err}", kind="write" if verb not in (
                 "get", "list") else "read", key=ref, verb=verb, code=err.code, outcome=type(err).__name__)
+            if ref is not None:  # what made it fail: the write it read from (the conflicting update, the delete)
+                cur = self._store.get(kind, {}).get(ref.split(" ", 1)[1])
+                world.touch(ref, said=f"{verb} -> {err.code} {err.reason}" + (
+                    f" (the apiserver has rv={cur.resource_version})" if cur is not None else ""))
         return err
 
     def _get(self, verb: str, kind: str, namespace: str, name: str) -> KubeObject:
@@ -221,7 +225,7 @@ class APIServer:
         """Store ``obj`` (owned by the server from now on) under a new revision and fan it out."""
         self._rv += 1
         obj.resource_version = self._rv
-        self._touch_write(obj)
+        self._touch_write(obj, event_type)
         if self._world.noting:
             what = "created" if event_type == ADDED else (
                 "marked for deletion" if obj.deletion_timestamp is not None else "updated")
@@ -235,7 +239,7 @@ class APIServer:
         """Remove the object; its DELETED event carries the deletion revision, as etcd3 watch does."""
         self._rv += 1
         obj.resource_version = self._rv
-        self._touch_write(obj)
+        self._touch_write(obj, DELETED)
         if self._world.noting:
             self._world.note(f"{obj.ref} deleted, committed rv={obj.resource_version}", kind="write", key=obj.ref,
                              event=DELETED, rv=obj.resource_version, uid=obj.uid)
@@ -244,11 +248,22 @@ class APIServer:
         self._emit(obj.kind, WatchEvent(DELETED, obj))
         return obj
 
-    def _touch_write(self, obj: KubeObject) -> None:
-        """Footprint of a commit: the object, its kind's lists, and the one revision counter every write moves."""
+    def _touch_write(self, obj: KubeObject, event_type: str) -> None:
+        """Footprint of a commit: the object (at its new revision, with what changed), its kind's lists, and the
+        one revision counter every write moves. The kind's list is a deciding write only when the set of names
+        changes (a create, a delete): a whole-kind read then reads from the last one."""
         world = self._world
-        world.touch((obj.kind, obj.namespace, obj.name), ("list", obj.kind), _REVISION, write=True)
-        world.observed(obj.ref, write=True)
+        if world._fp is None:
+            return
+        ref = obj.ref
+        said = f"{ref} rv={obj.resource_version}"
+        if world.noting:
+            said = f"{ref} {'created' if event_type == ADDED else 'deleted' if event_type == DELETED else 'updated'} " \
+                   f"rv={obj.resource_version}" + ("" if event_type != MODIFIED else changed_fields(
+                       self._store.get(obj.kind, {}).get(obj.key), obj))
+        world.touch(ref, write=True, said=said, version=obj.resource_version)
+        world.touch(f"{obj.kind} *", write=True, said=said, decides=event_type != MODIFIED)
+        world.touch(_REVISION, write=True, decides=False)
 
     def _write(self, cur: KubeObject, new: KubeObject) -> KubeObject:
         """Commit an update; a no-op writes nothing; a finished deletion removes the object."""
@@ -292,7 +307,10 @@ class APIServer:
     async def get(self, kind: str, namespace: str, name: str) -> KubeObject:
         """GET one object (a quorum read: always the latest committed state)."""
         await self._enter("get", kind, namespace, name)
-        return self._get("get", kind, namespace, name).deepcopy()
+        obj = self._get("get", kind, namespace, name)
+        if self._world._fp is not None:
+            self._world.touch(obj.ref, said=f"GET {obj.ref}: rv={obj.resource_version}")
+        return obj.deepcopy()
 
     async def list(
         self,
@@ -320,6 +338,15 @@ class APIServer:
         if at is not None:
             resource_version, resource_version_match = str(at), "Exact"
         await self._enter("list", kind, namespace or "", "*")
+        out = await self._list(kind, namespace, selector, resource_version, resource_version_match)
+        if self._world._fp is not None:
+            self._touch_listed(kind, namespace, out)
+        return out
+
+    async def _list(
+        self, kind: str, namespace: str | None, selector: dict[str, str] | None, resource_version: str,
+        resource_version_match: str,
+    ) -> builtins.list[KubeObject]:
         self.listed_rv = self._rv
         if resource_version not in ("", "0") or resource_version_match:
             return await self._list_at(kind, namespace, selector, resource_version, resource_version_match)
@@ -410,16 +437,27 @@ class APIServer:
 
     def peek(self, kind: str, namespace: str, name: str) -> KubeObject | None:
         """The stored object, copied, without a request or a yield point: for oracles only."""
-        self._world.observed(object_ref(kind, namespace, name))
         obj = self._store.get(kind, {}).get(f"{namespace}/{name}" if namespace else name)
+        if self._world._fp is not None:
+            ref = object_ref(kind, namespace, name)
+            self._world.touch(ref, said=f"{ref}: " + ("absent" if obj is None else f"rv={obj.resource_version}"))
         return None if obj is None else obj.deepcopy()
 
     def peek_all(self, kind: str) -> builtins.list[KubeObject]:
         """Every stored object of a kind, copied, without a yield point: for oracles only."""
         objects = [o.deepcopy() for o in self._store.get(kind, {}).values()]
-        if self._world.noting:  # the whole kind: a delete is what such a read misses
-            self._world.observed(f"{kind} *", *(o.ref for o in objects))
+        if self._world._fp is not None:  # the whole kind: a delete is what such a read misses
+            self._touch_listed(kind, None, objects)
         return objects
+
+    def _touch_listed(self, kind: str, namespace: str | None, objects: builtins.list[KubeObject]) -> None:
+        """The reads of a LIST: each object returned, and the kind's set of names (a delete is what it misses)."""
+        world = self._world
+        for o in objects:
+            world.touch(o.ref, said=f"rv={o.resource_version}")
+        names = ", ".join(o.name for o in objects[:6]) + (", ..." if len(objects) > 6 else "")
+        where = f" in {namespace}" if namespace else ""
+        world.touch(f"{kind} *", said=f"LIST {kind}{where}: {len(objects)}" + (f" ({names})" if objects else ""))
 
     # --------------------------------------------------------------- writes
     def _generate_name(self, kind: str, namespace: str, prefix: str) -> str:
@@ -805,7 +843,7 @@ class APIServer:
         Sinks are called synchronously at commit, in revision order; informers
         queue the event and deliver it later as their own scheduled step.
         """
-        self._world.touch(("list", kind))
+        self._world.touch(f"{kind} *", decides=False)
         sinks = self._watchers.setdefault(kind, [])
         sinks.append(sink)
 
@@ -817,7 +855,7 @@ class APIServer:
 
     def snapshot(self, kind: str) -> tuple[builtins.list[KubeObject], int]:
         """The committed objects of a kind and the revision they are current at (a LIST for informers)."""
-        self._world.touch(("list", kind))
+        self._world.touch(f"{kind} *", decides=False)
         return list(self._store.get(kind, {}).values()), self._rv
 
     # ------------------------------------------------------- watch cache history
@@ -832,7 +870,7 @@ class APIServer:
 
     def snapshot_at(self, kind: str, rv: int) -> builtins.list[KubeObject]:
         """The objects of ``kind`` as they were at revision ``rv`` (a LIST served by a lagging watch cache)."""
-        self._world.touch(("list", kind), _REVISION)
+        self._world.touch(f"{kind} *", _REVISION, decides=False)
         state: dict[str, KubeObject] = {}
         for _when, ev in self._log:
             if ev.object.resource_version > rv:
@@ -847,14 +885,14 @@ class APIServer:
 
     def events_since(self, kind: str, rv: int) -> builtins.list[WatchEvent]:
         """Watch events of ``kind`` after revision ``rv``; raises :class:`Gone` (410) if ``rv`` is compacted."""
-        self._world.touch(("list", kind), _REVISION)
+        self._world.touch(f"{kind} *", _REVISION, decides=False)
         if rv < self.compacted_rv:
             raise Gone.of(kind, rv, self.compacted_rv)
         return [ev for _when, ev in self._log if ev.object.kind == kind and ev.object.resource_version > rv]
 
     def compact(self) -> int:
         """Compact the history up to the current revision (etcd compaction): older watches get 410 Gone."""
-        self._world.touch(_REVISION, write=True)
+        self._world.touch(_REVISION, write=True, decides=False)
         self.compacted_rv = self._rv
         return self._rv
 
@@ -939,7 +977,7 @@ def deletion_finalizers(finalizers: list[str], propagation: str | None) -> list[
 
 
 #: the footprint resource of the revision counter (and the history it indexes), shared by every kind
-_REVISION = ("revision",)
+_REVISION = "revision"
 
 
 def merge_patch(target: dict[str, Any], patch: Any) -> Any:
@@ -974,3 +1012,43 @@ def apiservers_of(world: World) -> list[APIServer]:
     run has ended to read the final objects with ``peek``/``peek_all``.
     """
     return list(world.state.get("_kube_apiservers", []))
+
+
+def changed_fields(old: KubeObject | None, new: KubeObject, limit: int = 4) -> str:
+    """What an update changed, as a story says it: ``": status.phase Pending -> Running; spec.replicas 2 -> 3"``.
+
+    Leaf paths of labels, annotations, finalizers, ownerReferences, the
+    deletion mark, spec and status that differ; at most ``limit``, then how
+    many more. Built only for a told run (a story), never in a search.
+    """
+    if old is None:
+        return ""
+    out: list[str] = []
+
+    def walk(path: str, a: Any, b: Any) -> None:
+        if a == b:
+            return
+        if isinstance(a, dict) and isinstance(b, dict):
+            for k in dict.fromkeys([*a, *b]):
+                walk(f"{path}.{k}" if path else str(k), a.get(k), b.get(k))
+            return
+        out.append(f"{path} {_short(a)} -> {_short(b)}")
+
+    walk("metadata.labels", old.labels, new.labels)
+    walk("metadata.annotations", old.annotations, new.annotations)
+    walk("metadata.finalizers", old.finalizers, new.finalizers)
+    walk("metadata.ownerReferences", [r.name for r in old.owner_references], [r.name for r in new.owner_references])
+    walk("metadata.deletionTimestamp", old.deletion_timestamp, new.deletion_timestamp)
+    walk("spec", old.spec, new.spec)
+    walk("status", old.status, new.status)
+    if not out:
+        return ""
+    more = f"; {len(out) - limit} more" if len(out) > limit else ""
+    return ": " + "; ".join(out[:limit]) + more
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    text = json.dumps(value, sort_keys=True, default=str) if not isinstance(value, str) else value
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -29,16 +29,48 @@ CONTROLLER_REVISION_HASH_LABEL = "controller-revision-hash"
 EXPECTATIONS_TIMEOUT = 300.0
 
 
-class ResourceVersionExpectation:
+def _name(world: World, name: str | None, kind: str) -> str:
+    """The footprint name of an expectations store: ``name``, else its kind, numbered after the first of a run."""
+    if name is not None:
+        return name
+    counts: dict[str, int] = world.state.setdefault("_kube_expectations", {})
+    n = counts[kind] = counts.get(kind, 0) + 1
+    return kind if n == 1 else f"{kind}#{n}"
+
+
+class _Footprints:
+    """Every check and change of an expectation is a footprint entry (``"<store>: <key>"``), read or write.
+
+    A check is a read that says what it found (satisfied, the counts or names
+    still pending, expired); expecting and observing are writes. The story of a
+    counterexample follows a sync's check back to the expectation it read and
+    the write that set it; the reduction sees two actions that touch different
+    keys as independent.
+    """
+
+    _world: World
+    name: str
+
+    def _read(self, key: str, said: str) -> None:
+        self._world.touch(f"{self.name}: {key}", said=f"{self.name} {key}: {said}")
+
+    def _write(self, key: str, said: str) -> None:
+        self._world.touch(f"{self.name}: {key}", write=True, said=f"{self.name} {key}: {said}")
+
+
+class ResourceVersionExpectation(_Footprints):
     """uid -> (expected resourceVersion, first time found unsatisfied); RVs compared as numbers."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, *, name: str | None = None) -> None:
         self._world = world
+        self.name = _name(world, name, "ResourceVersionExpectation")
         self._entries: dict[str, list[float | int | None]] = {}  # uid -> [version, first_unsatisfied]
 
     def expect(self, obj: KubeObject) -> None:
         """Record the RV my own write produced; only ever raises the expected version."""
         entry = self._entries.get(obj.uid)
+        if self._world._fp is not None:
+            self._write(obj.uid, f"expects {obj.ref} at rv>={obj.resource_version}")
         if self._world.noting:
             self._world.note(f"expect {obj.ref} (uid {obj.uid}) at rv>={obj.resource_version} in the cache",
                              kind="expectation", key=obj.ref, op="expect", rv=obj.resource_version)
@@ -51,6 +83,8 @@ class ResourceVersionExpectation:
         """The cache has shown ``obj``: drop the entry if it has caught up."""
         entry = self._entries.get(obj.uid)
         if entry is not None and obj.resource_version >= int(entry[0] or 0):
+            if self._world._fp is not None:
+                self._write(obj.uid, f"observed {obj.ref} rv={obj.resource_version}: satisfied")
             if self._world.noting:
                 self._world.note(f"observed {obj.ref} rv={obj.resource_version}: its expectation is satisfied",
                                  kind="expectation", key=obj.ref, op="observe", rv=obj.resource_version)
@@ -59,11 +93,22 @@ class ResourceVersionExpectation:
     def is_satisfied(self, obj: KubeObject) -> tuple[bool, float]:
         """(satisfied, seconds since first found unsatisfied); satisfied drops the entry."""
         entry = self._entries.get(obj.uid)
+        fp = self._world._fp is not None
         if entry is None:
+            if fp:
+                self._read(obj.uid, f"{obj.ref} satisfied (nothing expected)")
             return True, 0.0
         if obj.resource_version >= int(entry[0] or 0):
+            if fp:
+                self._read(obj.uid, f"{obj.ref} satisfied (expects rv>={entry[0]}, the cache shows "
+                                    f"rv={obj.resource_version})")
+                self._write(obj.uid, "dropped")
             del self._entries[obj.uid]
             return True, 0.0
+        if fp:
+            waited = 0.0 if entry[1] is None else self._world.now - float(entry[1])
+            self._read(obj.uid, f"{obj.ref} unsatisfied (expects rv>={entry[0]}, the cache shows "
+                                f"rv={obj.resource_version}) for {waited:g} s")
         if entry[1] is None:
             entry[1] = self._world.now
             if self._world.noting:
@@ -83,26 +128,33 @@ class ResourceVersionExpectation:
         looking never changes what the controller will see.
         """
         entry = self._entries.get(uid)
+        if self._world._fp is not None:
+            self._read(uid, "nothing expected" if entry is None else f"expects rv>={entry[0]}")
         return None if entry is None else int(entry[0] or 0)
 
     def delete(self, obj: KubeObject) -> None:
         """Drop whatever is expected for ``obj``'s UID (the object is gone)."""
+        if self._world._fp is not None and obj.uid in self._entries:
+            self._write(obj.uid, f"deleted ({obj.ref} is gone)")
         self._entries.pop(obj.uid, None)
 
     def __len__(self) -> int:
         return len(self._entries)
 
 
-class ScaleExpectations:
+class ScaleExpectations(_Footprints):
     """controller key -> pending names per action (``"create"``/``"delete"``)."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, *, name: str | None = None) -> None:
         self._world = world
+        self.name = _name(world, name, "ScaleExpectations")
         self._entries: dict[str, dict[str, dict[str, None]]] = {}
         self._first: dict[str, float] = {}
 
     def expect_scale(self, controller_key: str, action: str, name: str) -> None:
         """Record that ``controller_key`` expects to see ``action`` (create or delete) of pod ``name``."""
+        if self._world._fp is not None:
+            self._write(controller_key, f"expects {action} {name}")
         if self._world.noting:
             self._world.note(f"{controller_key} expects {action} {name}", kind="expectation",
                              keys=(controller_key, name), op="expect", action=action)
@@ -112,6 +164,8 @@ class ScaleExpectations:
         """An informer saw ``action`` of ``name``: it is no longer expected by ``controller_key``."""
         entry = self._entries.get(controller_key)
         if entry is not None and action in entry:
+            if self._world._fp is not None and name in entry[action]:
+                self._write(controller_key, f"observed {action} {name}")
             if self._world.noting and name in entry[action]:
                 self._world.note(f"{controller_key} observed {action} {name}", kind="expectation",
                                  keys=(controller_key, name), op="observe", action=action)
@@ -121,6 +175,12 @@ class ScaleExpectations:
         """(satisfied, seconds unsatisfied, pending names per action)."""
         entry = self._entries.get(controller_key)
         pending = {a: list(names) for a, names in (entry or {}).items() if names}
+        if self._world._fp is not None:
+            first = self._first.get(controller_key)
+            waited = 0.0 if first is None else self._world.now - first
+            self._read(controller_key, "satisfied" if not pending else
+                       f"unsatisfied for {waited:g} s, pending " + "; ".join(
+                           f"{a} {', '.join(names)}" for a, names in pending.items()))
         if not pending:
             self._first.pop(controller_key, None)
             return True, 0.0, {}
@@ -137,10 +197,15 @@ class ScaleExpectations:
         exposed views read through this so that observing changes nothing.
         """
         entry = self._entries.get(controller_key) or {}
-        return {a: list(names) for a, names in entry.items() if names}
+        out = {a: list(names) for a, names in entry.items() if names}
+        if self._world._fp is not None:
+            self._read(controller_key, f"pending {out}" if out else "nothing pending")
+        return out
 
     def delete_expectations(self, controller_key: str) -> None:
         """Forget every expectation of ``controller_key`` and its unsatisfied clock."""
+        if self._world._fp is not None and controller_key in self._entries:
+            self._write(controller_key, "deleted")
         self._entries.pop(controller_key, None)
         self._first.pop(controller_key, None)
 
@@ -159,7 +224,7 @@ def _revision_label_equals(_controller_key: str, obj: KubeObject, revision: str)
     return obj.labels.get(CONTROLLER_REVISION_HASH_LABEL) == revision
 
 
-class UpdateExpectations:
+class UpdateExpectations(_Footprints):
     """Kruise ``UpdateExpectations``: the objects a controller updated to a revision and has not yet seen so.
 
     Per controller key one record: the revision being rolled out and the
@@ -187,9 +252,11 @@ class UpdateExpectations:
     """
 
     def __init__(
-        self, world: World, equal_to_revision_hash: Callable[[str, KubeObject, str], bool] | None = None
+        self, world: World, equal_to_revision_hash: Callable[[str, KubeObject, str], bool] | None = None, *,
+        name: str | None = None,
     ) -> None:
         self._world = world
+        self.name = _name(world, name, "UpdateExpectations")
         self._equal = equal_to_revision_hash or _revision_label_equals
         self._entries: dict[str, _Updates] = {}
 
@@ -199,6 +266,8 @@ class UpdateExpectations:
         if entry is None or entry.revision != revision:
             entry = self._entries[controller_key] = _Updates(revision)
         entry.objects[f"{obj.namespace}/{obj.name}"] = obj.ref
+        if self._world._fp is not None:
+            self._write(controller_key, f"expects {obj.ref} updated to revision {revision}")
         if self._world.noting:
             self._world.note(f"{controller_key} expects {obj.ref} updated to revision {revision}", kind="expectation",
                              keys=(controller_key, obj.ref), op="expect", revision=revision)
@@ -209,7 +278,13 @@ class UpdateExpectations:
         if entry is None:
             return
         key = f"{obj.namespace}/{obj.name}"
+        if self._world._fp is not None:
+            self._read(controller_key, f"waits for {', '.join(entry.objects) or 'nothing'} at revision "
+                                       f"{entry.revision}; sees {obj.ref} at revision "
+                                       f"{obj.labels.get(CONTROLLER_REVISION_HASH_LABEL, '(none)')}")
         if entry.revision == revision and key in entry.objects and self._equal(controller_key, obj, revision):
+            if self._world._fp is not None:
+                self._write(controller_key, f"observed {obj.ref} at revision {revision}")
             del entry.objects[key]
             if self._world.noting:
                 self._world.note(f"{controller_key} observed {obj.ref} at revision {revision}", kind="expectation",
@@ -222,6 +297,8 @@ class UpdateExpectations:
         entry = self._entries.get(controller_key)
         if entry is None:
             return
+        if f"{obj.namespace}/{obj.name}" in entry.objects and self._world._fp is not None:
+            self._write(controller_key, f"no longer expects {obj.ref} (deleted)")
         if entry.objects.pop(f"{obj.namespace}/{obj.name}", None) is not None and self._world.noting:
             self._world.note(f"{controller_key} no longer expects {obj.ref} updated (deleted)", kind="expectation",
                              keys=(controller_key, obj.ref), op="delete", revision=entry.revision)
@@ -229,6 +306,14 @@ class UpdateExpectations:
     def satisfied_expectations(self, controller_key: str, revision: str) -> tuple[bool, float, list[str]]:
         """``SatisfiedExpectations``: (satisfied, seconds unsatisfied, objects still expected, sorted)."""
         entry = self._entries.get(controller_key)
+        if self._world._fp is not None:
+            if entry is None or entry.revision != revision or not entry.objects:
+                self._read(controller_key, f"update expectations for revision {revision} satisfied" + (
+                    "" if entry is None or entry.revision == revision else f" (it expects revision {entry.revision})"))
+            else:
+                waited = 0.0 if entry.first_unsatisfied is None else self._world.now - entry.first_unsatisfied
+                self._read(controller_key, f"update expectations for revision {revision} unsatisfied for "
+                                           f"{waited:g} s: waits for {', '.join(sorted(entry.objects))}")
         if entry is None:
             return True, 0.0, []
         if entry.revision != revision:
@@ -250,10 +335,15 @@ class UpdateExpectations:
     def get_expectations(self, controller_key: str) -> tuple[str, list[str]] | None:
         """``(revision, objects still expected)`` for ``controller_key``, or None: a read with no side effects."""
         entry = self._entries.get(controller_key)
+        if self._world._fp is not None:
+            self._read(controller_key, "nothing expected" if entry is None else
+                       f"revision {entry.revision}, waits for {', '.join(sorted(entry.objects)) or 'nothing'}")
         return None if entry is None else (entry.revision, sorted(entry.objects))
 
     def delete_expectations(self, controller_key: str) -> None:
         """``DeleteExpectations``: forget the record of ``controller_key`` (the workload is gone)."""
+        if self._world._fp is not None and controller_key in self._entries:
+            self._write(controller_key, "deleted")
         self._entries.pop(controller_key, None)
 
 
@@ -266,16 +356,19 @@ class _Controllee:
         self.timestamp = timestamp
 
 
-class ControllerExpectations:
+class ControllerExpectations(_Footprints):
     """Kubernetes ``ControllerExpectations``: counts of creates/deletes still to be observed."""
 
-    def __init__(self, world: World, timeout: float = EXPECTATIONS_TIMEOUT) -> None:
+    def __init__(self, world: World, timeout: float = EXPECTATIONS_TIMEOUT, *, name: str | None = None) -> None:
         self._world = world
+        self.name = _name(world, name, "ControllerExpectations")
         self.timeout = timeout
         self._entries: dict[str, _Controllee] = {}
 
     def set_expectations(self, key: str, add: int, delete: int) -> None:
         """Replace the record (and its timestamp) for ``key``."""
+        if self._world._fp is not None:
+            self._write(key, f"expects {add} creation(s) and {delete} deletion(s), stamped t={self._world.now:.3f}")
         if self._world.noting:
             self._world.note(f"{key} expects {add} creation(s) and {delete} deletion(s)", kind="expectation", key=key,
                              op="expect", add=add, delete=delete)
@@ -295,6 +388,8 @@ class ControllerExpectations:
         if entry is not None:
             entry.add += add
             entry.delete += delete
+            if self._world._fp is not None:
+                self._write(key, f"raised to (add, del) = ({entry.add}, {entry.delete})")
 
     def lower_expectations(self, key: str, add: int, delete: int) -> None:
         """``add`` creations and ``delete`` deletions of ``key`` were observed (the counts may go below zero)."""
@@ -302,6 +397,9 @@ class ControllerExpectations:
         if entry is not None:
             entry.add -= add
             entry.delete -= delete
+            if self._world._fp is not None:
+                self._write(key, f"observed {add} creation(s) and {delete} deletion(s): (add, del) = "
+                                 f"({entry.add}, {entry.delete})")
             if self._world.noting:
                 self._world.note(f"{key} observed {add} creation(s) and {delete} deletion(s); still expects "
                                  f"(add, del) = ({entry.add}, {entry.delete})", kind="expectation", key=key,
@@ -318,11 +416,20 @@ class ControllerExpectations:
     def satisfied_expectations(self, key: str) -> bool:
         """True when fulfilled, expired (older than ``timeout``) or absent: then the controller syncs."""
         entry = self._entries.get(key)
+        fp = self._world._fp is not None
         if entry is None:
+            if fp:
+                self._read(key, "satisfied (nothing expected)")
             return True
         if entry.add <= 0 and entry.delete <= 0:
+            if fp:
+                self._read(key, f"satisfied: (add, del) = ({entry.add}, {entry.delete})")
             return True
         expired = self._world.now - entry.timestamp > self.timeout
+        if fp:
+            age = self._world.now - entry.timestamp
+            self._read(key, f"{'expired' if expired else 'unsatisfied'}: (add, del) = ({entry.add}, {entry.delete}) "
+                            f"set {age:g} s ago" + (f", past the {self.timeout:g} s TTL" if expired else ""))
         if not expired and self._world.noting:
             self._world.note(f"{key} expectations unsatisfied (add, del) = ({entry.add}, {entry.delete}): the sync "
                              "waits for them", kind="expectation", key=key, op="unsatisfied")
@@ -335,10 +442,14 @@ class ControllerExpectations:
     def get_expectations(self, key: str) -> tuple[int, int] | None:
         """``(add, delete)`` still expected for ``key``, or None; a read with no side effects."""
         entry = self._entries.get(key)
+        if self._world._fp is not None:
+            self._read(key, "nothing expected" if entry is None else f"(add, del) = ({entry.add}, {entry.delete})")
         return None if entry is None else (entry.add, entry.delete)
 
     def delete_expectations(self, key: str) -> None:
         """Drop ``key``'s entry: the next ``satisfied_expectations`` is True."""
+        if self._world._fp is not None and key in self._entries:
+            self._write(key, "deleted")
         if self._world.noting and key in self._entries:
             self._world.note(f"{key} expectations deleted", kind="expectation", key=key, op="delete")
         self._entries.pop(key, None)

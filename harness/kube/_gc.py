@@ -91,12 +91,17 @@ class GarbageCollector:
         self._api = api
         self.name = name
         if "/" not in name:
-            world.share_memory(name)  # its informers, graph and workers are one process of their own
+            # its informers, graph and workers are one process of their own, and every access to its graph,
+            # caches and queues is recorded by key
+            world.share_memory(name, recorded=True)
         self._nodes: dict[str, KubeObject] = {}  # uid -> latest object seen (insertion ordered)
         self._absent: dict[str, None] = {}  # absentOwnerCache: owner uids known to be gone
         self.informers = [
             Informer(world, api, kind, name=f"{name}/informer/{kind}", process=process) for kind in kinds
         ]
+        #: footprint resources: a node of the graph by uid, the graph's set of nodes, the absentOwnerCache
+        self._graph = f"{name} graph: "
+        self._absent_res = f"{name} absentOwnerCache: "
         for inf in self.informers:
             inf.add_event_handler(self._on_upsert, lambda _old, new: self._on_upsert(new), self._on_delete)
         # attemptToDeleteItem's errors (a 409, a timeout, a throttled request) are requeued
@@ -113,7 +118,31 @@ class GarbageCollector:
         self.controller.start()
 
     # --------------------------------------------------------------- graph
+    def _node(self, uid: str) -> KubeObject | None:
+        """A read of the graph's node ``uid`` (a footprint entry when one is recorded)."""
+        node = self._nodes.get(uid)
+        if self._world._fp is not None:
+            self._world.touch(self._graph + uid, said=f"{self.name} graph: " + (
+                f"{node.ref} rv={node.resource_version}" if node is not None else f"{uid} absent"))
+        return node
+
+    def _set_node(self, uid: str, obj: KubeObject | None, edges: bool) -> None:
+        """The footprint of a write of the graph's node ``uid`` (``obj`` None: removed).
+
+        ``edges``: the node joined or left the graph or its ownerReferences
+        changed, which is all a scan for dependents (:meth:`_dependents`) reads
+        of the graph as a whole; any other change of a node is a write of that
+        node alone.
+        """
+        world = self._world
+        world.touch(self._graph + uid, write=True, said=f"{self.name} graph: " + (
+            f"{obj.ref} rv={obj.resource_version}" if obj is not None else f"{uid} removed"))
+        if edges:
+            world.touch(self._graph + "*", write=True)
+
     def _dependents(self, uid: str, blocking_only: bool = False) -> list[KubeObject]:
+        if self._world._fp is not None:  # a scan of every node
+            self._world.touch(self._graph + "*", said=f"{self.name} graph: the dependents of {uid}")
         return [
             n
             for n in self._nodes.values()
@@ -122,14 +151,16 @@ class GarbageCollector:
 
     def _on_upsert(self, obj: KubeObject) -> None:
         """``processGraphChanges`` for an add or update."""
-        old = self._nodes.get(obj.uid)
+        old = self._node(obj.uid)
         self._nodes[obj.uid] = obj
+        if self._world._fp is not None:
+            self._set_node(obj.uid, obj, old is None or old.owner_references != obj.owner_references)
         if old is not None:
             # addUnblockedOwnersToDeleteQueue: a blocking reference removed (or unblocked) may free an owner
             # that waits for its dependents
             now_blocking = {r.uid for r in obj.owner_references if r.block_owner_deletion}
             for ref in old.owner_references:
-                if ref.block_owner_deletion and ref.uid not in now_blocking and ref.uid in self._nodes:
+                if ref.block_owner_deletion and ref.uid not in now_blocking and self._node(ref.uid) is not None:
                     self.controller.enqueue((_DELETE, ref.uid))
         # processTransitions
         if _orphaning(obj) and (old is None or not _orphaning(old)):
@@ -139,7 +170,7 @@ class GarbageCollector:
                 self.controller.enqueue((_DELETE, dep.uid))
             self.controller.enqueue((_DELETE, obj.uid))
         known: set[str] = set() if old is None else {r.uid for r in old.owner_references}
-        if any(r.uid not in known and r.uid not in self._nodes for r in obj.owner_references):
+        if any(r.uid not in known and self._node(r.uid) is None for r in obj.owner_references):
             # addDependentToOwners: a new reference to an owner the graph has not seen (upstream adds a virtual
             # node for it and attempts that); here the dependent is attempted, and its owner GET decides
             self.controller.enqueue((_DELETE, obj.uid))
@@ -150,23 +181,28 @@ class GarbageCollector:
 
     def _forget(self, uid: str) -> None:
         """``processGraphChanges`` for a delete (observed, or virtual: a live GET found the object gone)."""
-        node = self._nodes.pop(uid, None)
+        node = self._node(uid)
         if node is None:
             return  # already out of the graph ("this shouldn't happen", upstream logs)
+        del self._nodes[uid]
+        if self._world._fp is not None:
+            self._set_node(uid, None, True)
         dependents = self._dependents(uid)
         if dependents:
             self._absent[uid] = None
+            if self._world._fp is not None:
+                self._world.touch(self._absent_res + uid, write=True, said=f"{node.ref} ({uid}) is gone")
         for dep in dependents:
             self.controller.enqueue((_DELETE, dep.uid))
         for ref in node.owner_references:
-            owner = self._nodes.get(ref.uid)
+            owner = self._node(ref.uid)
             if owner is not None and _deleting_dependents(owner):
                 self.controller.enqueue((_DELETE, ref.uid))  # it may be its owner's last dependent
 
     # ------------------------------------------------------------- workers
     async def _attempt(self, item: tuple[str, str]) -> Result | None:
         verb, uid = item
-        node = self._nodes.get(uid)
+        node = self._node(uid)
         if node is None:
             return None
         if verb == _ORPHAN:
@@ -225,15 +261,23 @@ class GarbageCollector:
 
     async def _owner(self, node: KubeObject, ref: OwnerReference) -> KubeObject | None:
         """``isDangling``: the owner as a live GET shows it, or None when it is gone (recorded as absent)."""
+        world = self._world
+        if world._fp is not None:
+            world.touch(self._absent_res + ref.uid, said=f"{ref.kind} {ref.name} ({ref.uid}) " + (
+                "known to be gone" if ref.uid in self._absent else "not known to be gone"))
         if ref.uid in self._absent:
             return None
         try:
             owner = await self._api.get(ref.kind, node.namespace, ref.name)
         except NotFound:
             self._absent[ref.uid] = None
+            if world._fp is not None:
+                world.touch(self._absent_res + ref.uid, write=True, said=f"{ref.kind} {ref.name} ({ref.uid}) is gone")
             return None
         if owner.uid != ref.uid:
             self._absent[ref.uid] = None  # the name now belongs to a new object
+            if world._fp is not None:
+                world.touch(self._absent_res + ref.uid, write=True, said=f"{ref.kind} {ref.name} is now {owner.uid}")
             return None
         return owner
 
@@ -280,7 +324,7 @@ class GarbageCollector:
 
     async def _remove_owner_references(self, dependent: KubeObject, owners: set[str]) -> None:
         """``deleteOwnerRefJSONMergePatch``: the cached references minus ``owners``, RV-checked against the cache."""
-        cached = self._nodes.get(dependent.uid, dependent)
+        cached = self._node(dependent.uid) or dependent
         refs = [r for r in cached.owner_references if r.uid not in owners]
         await self._api.patch(cached.kind, cached.namespace, cached.name, {"metadata": {"ownerReferences": refs}},
                               resource_version=cached.resource_version)

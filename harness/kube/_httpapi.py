@@ -1068,7 +1068,7 @@ class _Watch:
         world, api, kind = self._world, self._api, self.res.kind
         where = object_ref(kind, self._namespace or "", "*")
         await world.step(f"watch {where}" + (f" from rv={rv}" if rv else ""), key=f"{kind} *")
-        world.touch(("list", kind))
+        world.touch(f"{kind} *", decides=False)
         if rv and rv != "0":
             start = int(rv)
             if 0 < start < api.resource_version and world.fault(
@@ -1158,7 +1158,8 @@ class _Watch:
             return
         self._pending.popleft()
         self._last_rv = max(self._last_rv, obj.resource_version)
-        self._world.observed(obj.ref)
+        if self._world._fp is not None:  # the watch event read: the commit of that revision
+            self._world.touch(obj.ref, said=f"{what} rv={obj.resource_version}", version=obj.resource_version)
         self.buffer.put_nowait(_event_line(what, self._handler.codec.encode(obj, self.res)))
         self._pump()
 

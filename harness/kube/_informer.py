@@ -192,41 +192,70 @@ OnDelete = Callable[["KubeObject | DeletedFinalStateUnknown"], None]
 
 
 class Lister:
-    """The read side of an informer's indexer; every read returns copies."""
+    """The read side of an informer's indexer; every read returns copies.
 
-    __slots__ = ("_store", "kind")
+    Every read is a footprint entry of the step that makes it
+    (:meth:`World.touch`): the cache entries it returned with their
+    resourceVersions, "absent" for a key it did not find, and for a list the
+    kind's whole cache. In a told run a read also says what the apiserver
+    held that the cache did not show yet ("web-dg2zb absent (the apiserver
+    has rv=4)"), and reads the commit it missed, so a story shows the write a
+    decision did not see.
+    """
 
-    def __init__(self, kind: str, store: dict[str, KubeObject]) -> None:
+    __slots__ = ("_informer", "_store", "kind")
+
+    def __init__(self, kind: str, store: dict[str, KubeObject], informer: Informer | None = None) -> None:
         self.kind = kind
         self._store = store
+        self._informer = informer
 
     def get(self, namespace: str, name: str) -> KubeObject:
         """``Lister.Get``: the cached object, or :class:`NotFound` (as the generated listers return)."""
-        obj = self._store.get(f"{namespace}/{name}" if namespace else name)
+        key = f"{namespace}/{name}" if namespace else name
+        obj = self._store.get(key)
+        inf = self._informer
+        if inf is not None and inf._world._fp is not None:
+            inf._touch_read(key, obj)
         if obj is None:
             raise NotFound.of(self.kind, name)
         return obj.deepcopy()
 
     def try_get(self, namespace: str, name: str) -> KubeObject | None:
         """A copy of the cached object, or None when the cache does not hold it (no error, no request)."""
-        obj = self._store.get(f"{namespace}/{name}" if namespace else name)
+        key = f"{namespace}/{name}" if namespace else name
+        obj = self._store.get(key)
+        inf = self._informer
+        if inf is not None and inf._world._fp is not None:
+            inf._touch_read(key, obj)
         return None if obj is None else obj.deepcopy()
 
     def list(self, namespace: str | None = None, selector: dict[str, str] | None = None) -> builtins.list[KubeObject]:
         """``Lister.List``: cached objects (cache insertion order), by namespace and labels."""
-        return [
-            o.deepcopy()
+        found = [
+            o
             for o in self._store.values()
             if (namespace is None or o.namespace == namespace) and o.matches(selector)
         ]
+        inf = self._informer
+        if inf is not None and inf._world._fp is not None:
+            inf._touch_list(found, namespace, selector)
+        return [o.deepcopy() for o in found]
 
     def resource_version(self, namespace: str, name: str) -> int | None:
         """The cached RV of a key without copying (for oracles)."""
-        obj = self._store.get(f"{namespace}/{name}" if namespace else name)
+        key = f"{namespace}/{name}" if namespace else name
+        obj = self._store.get(key)
+        inf = self._informer
+        if inf is not None and inf._world._fp is not None:
+            inf._touch_read(key, obj)
         return None if obj is None else obj.resource_version
 
     def list_keys(self) -> builtins.list[str]:
         """``ListKeys``: the cached ``namespace/name`` keys."""
+        inf = self._informer
+        if inf is not None and inf._world._fp is not None:
+            inf._touch_list(list(self._store.values()), None, None)
         return list(self._store)
 
     def __len__(self) -> int:
@@ -307,6 +336,9 @@ class _Listener:
 
     def add(self, note: _Note) -> None:
         self.notes.append(note)
+        world = self._informer._world
+        if world._fp is not None:
+            self._touch(note, write=True)
         if self.timer is None and not self.busy:
             self.pump()
 
@@ -328,8 +360,11 @@ class _Listener:
         if inf._stopped or not self.notes:
             return
         what, old, new = self.notes.popleft()
+        if inf._world._fp is not None:
+            self._touch((what, old, new), write=False)
         if inf._world.noting:
             inf._note_handler(what, old, new, self.actor)
+            inf._touch_memory(what, new, [self.handler])
         result = _call(self.handler, what, old, new)
         if inspect.iscoroutine(result):
             assert self._calls is not None, "a handler that returns a coroutine is refused at registration"
@@ -337,6 +372,15 @@ class _Listener:
             self._calls.put_nowait(result)
             return
         self.pump()
+
+    def _touch(self, note: _Note, *, write: bool) -> None:
+        """The listener's buffer: its order (a FIFO) and the notification, by key and revision."""
+        what, _old, new = note
+        obj = new.obj if isinstance(new, DeletedFinalStateUnknown) else new
+        world = self._informer._world
+        world.touch(f"{self.actor} buffer", write=True, decides=False)
+        world.touch(f"{self.actor} buffer: {obj.key}", write=write, said=f"{what} {obj.key} rv={obj.resource_version}",
+                    version=obj.resource_version)
 
     def stop(self) -> None:
         if self.timer is not None:
@@ -411,7 +455,10 @@ class Informer:
         self.compactions = compactions
         self.duplicates = duplicates
         self._store: dict[str, KubeObject] = {}
-        self.lister = Lister(kind, self._store)
+        self.lister = Lister(kind, self._store, self)
+        #: footprint resources: one per cache entry ("<name> cache: ns/x"), and the whole cache
+        self._cache = f"{self.name} cache: "
+        self._cache_all = f"{self.name} cache: *"
         # Reports find the run's informers here to compare caches with the apiserver (harness.report).
         world.state.setdefault("_kube_informers", []).append(self)
         self._process = process
@@ -573,6 +620,9 @@ class Informer:
                     self._relist_after_backoff()
                 else:  # the result channel closed: reflector.watch re-opens it from LastSyncResourceVersion
                     self._rewatch = True
+                    if world._fp is not None:
+                        world.touch(f"{self.name} reflector", write=True,
+                                    said=f"the watch ended before {ev.type} {obj.key} rv={obj.resource_version}")
                     self._list_at = world.now + self.latency
                 self._pump()
                 return
@@ -629,10 +679,14 @@ class Informer:
     def _apply(self, ev: WatchEvent) -> None:
         obj = ev.object
         self.delivered += 1
-        self._world.observed(obj.ref, write=True)
+        world = self._world
+        if world._fp is not None:  # the event is the commit of its revision, read now
+            world.touch(obj.ref, said=f"{ev.type} {obj.key} rv={obj.resource_version}", version=obj.resource_version)
         if ev.type == DELETED:
             self.delivered_rv[obj.key] = obj.resource_version
             old = self._store.pop(obj.key, None)
+            if world._fp is not None:
+                self._touch_write(obj.key, None, old is not None)
             self._notify("delete", old, obj)
         else:
             self._upsert(obj)
@@ -649,6 +703,8 @@ class Informer:
         old = self._store.get(key)
         self._store[key] = obj
         self.delivered_rv[key] = obj.resource_version
+        if self._world._fp is not None:
+            self._touch_write(key, obj, old is None)
         if old is None:
             self._notify("add", None, obj)
         elif old.resource_version != obj.resource_version or self.resync_period > 0:
@@ -679,6 +735,8 @@ class Informer:
         self._timer = None
         if self._stopped:
             return
+        if self._world._fp is not None:
+            self._world.touch(f"{self.name} reflector", said="a re-watch")
         self._rewatch = False
         world = self._world
         if self._catching_up:  # not a request of its own: the lagging cache's stream goes on
@@ -742,6 +800,9 @@ class Informer:
         self._failures += 1
         self._last_failure = now
         backoff = min(BACKOFF_INITIAL * 2 ** (self._failures - 1), BACKOFF_CAP)
+        if self._world._fp is not None:  # the reflector's state: what its next list reads from
+            self._world.touch(f"{self.name} reflector", write=True,
+                              said=(f"{why}; " if why else "the watch broke; ") + f"lists again after {backoff:g} s")
         self._needs_list = True
         self._list_at = now + backoff
         self._list_window = backoff * BACKOFF_JITTER  # jitter 1.0: anywhere up to twice the backoff
@@ -755,6 +816,8 @@ class Informer:
         self._timer = None
         if self._stopped:
             return
+        if self._world._fp is not None:
+            self._world.touch(f"{self.name} reflector", said="" if self.relists == 0 else "a relist")
         if self.relists and self._world.fault(
             "transient_error", f"{self.name} list fails (timeout); lists again after backoff",
             default=self._api.transient_errors,
@@ -850,7 +913,9 @@ class Informer:
                         f"last seen rv={obj.obj.resource_version})", kind="relist", key=obj.obj.ref, event="Delete",
                         rv=obj.obj.resource_version, relist=True,
                     )
-                    world.observed(obj.obj.ref, write=True)
+                if world._fp is not None:  # it read the delete the LIST no longer shows
+                    world.touch(obj.obj.ref, said=f"{obj.key} missing from the LIST")
+                    self._touch_write(obj.key, None, obj.key in self._store)
                 self._store.pop(obj.key, None)
                 self._notify("delete", None, obj)
             else:
@@ -866,7 +931,8 @@ class Informer:
                     world.note(f"{'relist synthesises' if again else 'LIST adds'} {event} {obj.key} "
                                f"rv={obj.resource_version}{tail}", kind="relist", key=obj.ref, event=event,
                                rv=obj.resource_version, relist=again)
-                    world.observed(obj.ref, write=True)
+                if world._fp is not None:
+                    world.touch(obj.ref, said=f"LIST: {obj.key} rv={obj.resource_version}", version=obj.resource_version)
                 self._upsert(obj)
 
     # -------------------------------------------------------------- handlers
@@ -876,6 +942,7 @@ class Informer:
         """``sharedProcessor.distribute``: in-step handlers run now, every listener buffers its own copy."""
         if self._handlers and self._world.noting:
             self._note_handler(what, old, new, self.name)
+            self._touch_memory(what, new, self._handlers)
         for handler in self._handlers:
             if inspect.iscoroutine(result := _call(handler, what, old, new)):
                 result.close()
@@ -886,6 +953,77 @@ class Informer:
                 )
         for listener in self._listeners:
             listener.add((what, old, new))
+
+    # ------------------------------------------------------------- footprints
+    def _touch_write(self, key: str, obj: KubeObject | None, membership: bool) -> None:
+        """A cache entry written (``obj``) or removed (None); ``membership``: the set of cached keys changed."""
+        world = self._world
+        said = f"{self.name} cache: {key} " + ("deleted" if obj is None else f"rv={obj.resource_version}")
+        world.touch(self._cache + key, write=True, said=said, version=None if obj is None else obj.resource_version)
+        world.touch(self._cache_all, write=True, decides=membership)
+
+    def _touch_memory(self, what: str, new: KubeObject | DeletedFinalStateUnknown,
+                      handlers: builtins.list[_Handler]) -> None:
+        """A model's handler ran: it wrote its process's memory, which the harness cannot see (told runs only).
+
+        The memory is :meth:`World.memory_of` the informer's actor: one resource
+        per declared process (every undeclared actor's is one and the same),
+        read by every step of that process's actors, so a decision reads from
+        the last handler call before it. A process that records its memory by
+        key (``share_memory(..., recorded=True)``) is told key by key instead.
+        """
+        mem = self._world.memory_of(self.name)
+        if mem is None or not any(fn is not None and not str(getattr(fn, "__module__", "")).startswith("harness.")
+                                  for h in handlers for fn in h):
+            return
+        obj = new.obj if isinstance(new, DeletedFinalStateUnknown) else new
+        call = {"add": "OnAdd", "synthetic add": "OnAdd", "update": "OnUpdate"}.get(what, "OnDelete")
+        self._world.touch(mem, write=True, said=f"{call} {obj.ref} rv={obj.resource_version}")
+
+    def _touch_read(self, key: str, obj: KubeObject | None) -> None:
+        """A lister read of one key: the entry and its resourceVersion, or absent (and, told, what it missed)."""
+        world = self._world
+        said = f"lister {self.kind} {key}: " + ("absent" if obj is None else f"rv={obj.resource_version}")
+        missed = self._missed(key, obj) if world.noting else None
+        if missed is not None:
+            said += f" (the apiserver has rv={missed.resource_version})"
+        world.touch(self._cache + key, said=said)
+        if missed is not None:  # the commit the cache does not show yet: a story names the write it did not see
+            world.touch(missed.ref, said=f"{missed.key} rv={missed.resource_version} not yet in the cache",
+                        version=missed.resource_version)
+
+    def _touch_list(self, found: builtins.list[KubeObject], namespace: str | None,
+                    selector: dict[str, str] | None) -> None:
+        """A lister LIST: each entry returned, the whole cache, and (told) the objects it did not show yet."""
+        world = self._world
+        for o in found:
+            world.touch(self._cache + o.key, said=f"rv={o.resource_version}")
+        where = f" of {namespace}" if namespace else ""
+        sel = "" if not selector else " " + ",".join(f"{k}={v}" for k, v in selector.items())
+        names = ", ".join(o.name for o in found[:6]) + (", ..." if len(found) > 6 else "")
+        said = f"lister: {len(found)} {self.kind}{'s' if len(found) != 1 else ''}{where}{sel}" + (
+            f" ({names})" if found else "")
+        missing: builtins.list[KubeObject] = []
+        if world.noting:
+            shown = {o.key for o in found}
+            missing = [o for o in self._api._select(self.kind, namespace, selector) if o.key not in shown]
+            if missing:
+                said += "; " + ", ".join(f"{o.name} absent" for o in missing[:4]) + (
+                    f" and {len(missing) - 4} more" if len(missing) > 4 else "") + " (on the apiserver, not yet cached)"
+            stale = [o for o in found if (cur := self._api._store.get(self.kind, {}).get(o.key)) is not None
+                     and cur.resource_version != o.resource_version]
+            if stale:
+                said += "; stale: " + ", ".join(f"{o.name} rv={o.resource_version}" for o in stale[:4])
+        world.touch(self._cache_all, said=said)
+        for o in missing:
+            world.touch(o.ref, said=f"{o.key} rv={o.resource_version} not yet in the cache", version=o.resource_version)
+
+    def _missed(self, key: str, obj: KubeObject | None) -> KubeObject | None:
+        """What the apiserver holds under ``key`` that this cache does not show (newer, or not cached at all)."""
+        cur = self._api._store.get(self.kind, {}).get(key)
+        if cur is None or (obj is not None and obj.resource_version >= cur.resource_version):
+            return None
+        return cur
 
     # ------------------------------------------------------------------ notes
     def _note_handler(

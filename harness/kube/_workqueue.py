@@ -88,23 +88,33 @@ class WorkQueue(Generic[T]):
         self._drain = False  # ShutDownWithDrain waits for the items in processing
         self._drained: Event | None = None
         self._get_label = f"{name} get"
+        #: footprint resources: the queue as a whole (its FIFO, dirty, processing and waiting sets) and each item
+        self._res = f"{name} queue"
+        self._res_item = f"{name} queue: "
         if process is not None:
             process.on_crash(self.shut_down)
 
     # ------------------------------------------------------------- queue.go
     def add(self, item: T) -> None:
         """``Add``: dedup against dirty; park in dirty while processing; else append and wake."""
+        world = self._world
         if self._shutting_down or item in self._dirty:
-            if self._world.noting:
+            if world._fp is not None:  # it read the item's place: nothing changes
+                world.touch(self._res_item + describe_item(item), said="add: coalesced", decides=False)
+            if world.noting:
                 self._note(item, "add {}: coalesced with the same key already queued" if not self._shutting_down
                            else "add {}: dropped, the queue is shutting down", "coalesced")
             return
         self._dirty[item] = None
         if item in self._processing:
-            if self._world.noting:
+            if world._fp is not None:
+                self._touch(item, "add (being processed: queued again when done)")
+            if world.noting:
                 self._note(item, "add {}: being processed, queued again when done", "dirty")
             return
-        if self._world.noting:
+        if world._fp is not None:
+            self._touch(item, "add")
+        if world.noting:
             self._note(item, "add {}", "add")
         self._queue.append(item)
         self._wake.put_nowait(_ITEM)
@@ -119,6 +129,12 @@ class WorkQueue(Generic[T]):
                 item = self._queue.popleft()
                 self._processing[item] = None
                 del self._dirty[item]
+                world = self._world
+                if world._fp is not None:  # the FIFO's head decides which item; the item read is what was added
+                    world.touch(self._res, write=True, decides=False)
+                    said = describe_item(item)
+                    world.touch(self._res_item + said, said=f"{self.name} queue: Get {said}")
+                    world.touch(self._res_item + said, write=True, said="processing", decides=False)
                 if self._world.noting:
                     self._note(item, "get {}", "get")
                 return item
@@ -131,6 +147,15 @@ class WorkQueue(Generic[T]):
     def done(self, item: T) -> None:
         """``Done``: leave processing; re-queue the item if it was added meanwhile."""
         self._processing.pop(item, None)
+        world = self._world
+        if world._fp is not None:
+            world.touch(self._res, write=True, decides=False)
+            if item in self._dirty:  # re-queued: what the add while it was processing asked for
+                said = describe_item(item)
+                world.touch(self._res_item + said, said="Done: added while processing")
+                world.touch(self._res_item + said, write=True, said="Done: queued again")
+            else:
+                world.touch(self._res_item + describe_item(item), write=True, said="Done", decides=False)
         if item in self._dirty:
             self._queue.append(item)
             self._wake.put_nowait(_ITEM)
@@ -187,7 +212,13 @@ class WorkQueue(Generic[T]):
 
     def __len__(self) -> int:
         """``Len``: items in the FIFO only; processing and waiting items are not counted."""
+        self._read(len(self._queue), "queued")
         return len(self._queue)
+
+    def _read(self, n: int, what: str) -> None:
+        """A read of the whole queue (a metric, ``Len``): it reads from the last write of any item."""
+        if self._world._fp is not None:
+            self._world.touch(self._res, said=f"{self.name} queue: {what} {n}")
 
     # ----------------------------------------------------- delaying_queue.go
     def add_after(self, item: T, delay: float) -> None:
@@ -199,6 +230,8 @@ class WorkQueue(Generic[T]):
             return
         ready_at = self._world.now + delay
         entry = self._waiting.get(item)
+        if self._world._fp is not None:
+            self._touch(item, f"AddAfter {delay:g} s: due at t={ready_at:.3f}")
         if self._world.noting:
             self._note(item, f"AddAfter {{}} {delay:g} s: due at t={ready_at:.3f}" + (
                 "" if entry is None or ready_at < entry.ready_at else
@@ -216,6 +249,8 @@ class WorkQueue(Generic[T]):
 
         def ready() -> None:
             self._waiting.pop(item, None)
+            if self._world._fp is not None:
+                self._world.touch(self._res_item + text, said=f"{self.name} ready {text}")
             self.add(item)
 
         return self._world.call_later(delay, ready, label=f"{self.name} ready {text}", actor=f"{self.name}/delay", key=text)
@@ -224,6 +259,10 @@ class WorkQueue(Generic[T]):
     def add_rate_limited(self, item: T) -> None:
         """``AddRateLimited``: ``add_after(item, rate_limiter.when(item))``."""
         delay = self.rate_limiter.when(item)
+        if self._world._fp is not None:  # the failure count it read and raised
+            res = f"{self.name} rate limiter: {describe_item(item)}"
+            self._world.touch(res, said=f"requeue #{self.rate_limiter.num_requeues(item)}")
+            self._world.touch(res, write=True, said=f"{delay:g} s")
         if self._world.noting:
             self._note(item, f"AddRateLimited {{}}: the rate limiter says {delay:g} s "
                        f"(requeue #{self.rate_limiter.num_requeues(item)})", "add_rate_limited", delay=delay)
@@ -231,11 +270,26 @@ class WorkQueue(Generic[T]):
 
     def forget(self, item: T) -> None:
         """``Forget``: clears the limiter's failure count only; a waiting entry stays."""
+        if self._world._fp is not None:
+            self._world.touch(f"{self.name} rate limiter: {describe_item(item)}", write=True, said="Forget",
+                              decides=False)
         if self._world.noting:
             waiting = self._waiting.get(item)
             self._note(item, "Forget {}: failure count reset" + (
                 f"; its waiting entry (due t={waiting.ready_at:.3f}) stays" if waiting else ""), "forget")
         self.rate_limiter.forget(item)
+
+    def _touch(self, item: T, said: str) -> None:
+        """A write of the queue (its order) and of ``item``'s place in it."""
+        world = self._world
+        text = describe_item(item)
+        world.touch(self._res, write=True, said=f"{self.name} queue: {said} {text}")
+        world.touch(self._res_item + text, write=True, said=f"{self.name} queue: {said} {text}")
+
+    def _read_item(self, item: T, said: str) -> None:
+        if self._world._fp is not None:
+            text = describe_item(item)
+            self._world.touch(self._res_item + text, said=f"{self.name} queue: {text} {said}")
 
     def _note(self, item: T, text: str, op: str, **fields: Any) -> None:
         """A note of the queue (``text`` has ``{}`` where the item goes); the item's key ties it to its object."""
@@ -251,14 +305,17 @@ class WorkQueue(Generic[T]):
     # --------------------------------------------------------------- metrics
     @property
     def queued(self) -> int:
+        self._read(len(self._queue), "queued")
         return len(self._queue)
 
     @property
     def processing(self) -> int:
+        self._read(len(self._processing), "processing")
         return len(self._processing)
 
     @property
     def waiting(self) -> int:
+        self._read(len(self._waiting), "waiting")
         return len(self._waiting)
 
     @property
@@ -269,17 +326,22 @@ class WorkQueue(Generic[T]):
     @property
     def backlog(self) -> int:
         """``queued + processing + waiting``: every item the queue still owes a processing."""
-        return len(self._queue) + len(self._processing) + len(self._waiting)
+        n = len(self._queue) + len(self._processing) + len(self._waiting)
+        self._read(n, "backlog")
+        return n
 
     def is_processing(self, item: T) -> bool:
         """Whether a worker holds ``item`` now (between ``get`` and ``done``)."""
+        self._read_item(item, "processing" if item in self._processing else "not processing")
         return item in self._processing
 
     def is_waiting(self, item: T) -> bool:
         """Whether ``item`` waits for a delayed add (``add_after`` or ``add_rate_limited``) to fire."""
+        self._read_item(item, "waiting" if item in self._waiting else "not waiting")
         return item in self._waiting
 
     def ready_at(self, item: T) -> float | None:
         """When a waiting item becomes ready, or None."""
         entry = self._waiting.get(item)
+        self._read_item(item, "not waiting" if entry is None else f"ready at t={entry.ready_at:.3f}")
         return None if entry is None else entry.ready_at

@@ -32,16 +32,7 @@ from ._chart import draw
 from ._files import atomic_write_text
 from ._provenance import provenance
 from ._snapshot import StateLog, capture_states
-from ._story import (
-    deviations,
-    minimality,
-    named_refs,
-    plan_lines,
-    relevant,
-    steps_touching,
-    story_texts,
-    violating_actor,
-)
+from ._story import deviations, minimality, plan_lines, relevant, violating_actor
 from ._text import breakable, linkify, upstream_repo
 from ._timeline import MAX_STEPS, Fold, box_text, counts, focus, full, is_fault, lanes_of
 
@@ -152,11 +143,13 @@ def render_counterexample_html(
     plan = plan_lines(cx)
     actor, vrec = violating_actor(cx)
     violation_step = vrec.step if vrec is not None else (records[-1].step if records else -1)
-    known = [ref for store in state.final.values() for ref in store] + [ref for g in state.gone.values() for ref in g]
-    refs = named_refs(story_texts(cx, plan), known) if state.available else []
+    # one story: the page's summary, its state table and its focused timeline come from the story's slice
+    story = cx.story()
+    known = {ref for store in state.final.values() for ref in store} | {ref for g in state.gone.values() for ref in g}
+    refs = [ref for ref in story.objects if ref in known] if state.available else []
     rel = relevant(cx, state, refs)
     plan_steps = [s for p in plan for s in p.steps]
-    focused = focus(records, violation_step=violation_step, extra=plan_steps, named=steps_touching(records, refs))
+    focused = focus(records, violation_step=violation_step, extra=plan_steps, named=sorted(story.steps))
     shown = [b for b in focused.rows if not isinstance(b, Fold)]
     folds = sum(1 for b in focused.rows if isinstance(b, Fold))
     around = (
@@ -167,7 +160,7 @@ def render_counterexample_html(
     )
     focus_words = (
         f"Showing {len(shown):,} of {len(records):,} steps: {around}"
-        + (", and the steps that touch the objects it names" if refs else "")
+        + (", and the steps the story tells" if story.steps else "")
         + (f"; {folds} canonical stretch{'es' if folds != 1 else ''} folded." if folds else ".")
         + (" Lanes of actors with nothing shown are hidden." if len(focused.lanes) < len(actors) else "")
     )
@@ -209,6 +202,7 @@ def render_counterexample_html(
         "proof": proof,
         "program": cx.program(),
         "story_lines": _story_lines(cx),
+        "story_entries": list(zip(story.entries, [p.steps for p in plan], strict=False)) if cx.plan is not None else [],
         "story_told": cx.told().noted,
         # an oracle that broke because time passed: the badge says the instant, not the step before it
         "vlate": v.time if vrec is not None and v.time > vrec.time + 1e-9 else None,

@@ -2,24 +2,23 @@
 
 A reviewer should not have to read the timeline to learn the story: the
 violated oracle, the actor whose step broke it, each deviation as "step N,
-ACTOR did X instead of Y", and the objects and model memory the violation
-and the deviations name. Objects are picked by **whole-name** match, so the
-Namespace ``test-a`` is not "named" by a message about the Workload
-``test-a/wl1``; objects deleted before the end of the run count too, with the
-step they disappeared at.
+ACTOR did X instead of Y", and the state of the objects the story's slice
+read and wrote (:attr:`harness.explore.Story.objects`: the page and the
+story are one explanation, never two). Objects deleted before the end of the
+run count too, with the step they disappeared at.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..explore import Counterexample
 from ..sim import Record
 from ._snapshot import APISERVER, StateLog, field_order
-from ._text import split_action, whole_name, without_actor
+from ._text import split_action, without_actor
 from ._timeline import is_fault
 
 _RV = re.compile(r"\s*\brv=\d+")
@@ -157,61 +156,6 @@ def minimality(cx: Counterexample) -> tuple[bool, str]:
 
 
 # ------------------------------------------------------------------ relevant state
-def story_texts(cx: Counterexample, plan: Sequence[PlanLine]) -> list[str]:
-    """What a reviewer reads about the run: the violation, the deviations and faults, the plan."""
-    v = cx.violation
-    texts = [v.message, v.name]
-    records = list(cx.trace)
-    rec = record_at(records, v.step)
-    interesting = [r for r in records if r.choice or is_fault(r)]
-    if rec is not None:
-        interesting.append(rec)
-    for r in interesting:
-        texts += [str(r.label)] + [str(x) for x in (r.key, r.instead) if x is not None]
-    texts += [p.text for p in plan]
-    return texts
-
-
-def named_refs(texts: Iterable[str], refs: Iterable[str]) -> list[str]:
-    """The object refs (``"Kind ns/name"``) that ``texts`` name by their whole name.
-
-    A name preceded by another kind's name does not count (``Pod default/x``
-    does not name the PodGroup ``default/x``).
-    """
-    refs = sorted(set(refs))
-    kinds = {r.split(" ", 1)[0] for r in refs if " " in r}
-    texts = list(texts)
-    out = []
-    for ref in refs:
-        if ref in texts:
-            out.append(ref)
-            continue
-        kind, _, name = ref.partition(" ")
-        if not name:
-            continue
-        pattern = whole_name(name)
-        for text in texts:
-            hit = False
-            for m in pattern.finditer(text):
-                before = text[: m.start()].rstrip().rsplit(None, 1)
-                word = before[-1] if before else ""
-                if word in kinds and word != kind:
-                    continue
-                hit = True
-                break
-            if hit:
-                out.append(ref)
-                break
-    return out
-
-
-def steps_touching(records: Sequence[Record], refs: Sequence[str], *, limit: int = 40) -> list[int]:
-    """The last ``limit`` steps whose key is one of ``refs`` (creates, deletes, deliveries of those objects)."""
-    wanted = set(refs)
-    hits = [r.step for r in records if r.key is not None and str(r.key) in wanted]
-    return hits[-limit:]
-
-
 def relevant(cx: Counterexample, state: StateLog, refs: Sequence[str]) -> Relevant:
     out = Relevant()
     out.views = [(name, text) for name, text in state.views.items() if text not in _EMPTY_VIEWS]

@@ -29,6 +29,7 @@ from ._realtime import RealClock as RealClock
 from ._realtime import repeat_live as repeat_live
 from ._realtime import run_live as run_live
 from ._trace import FORMAT_VERSION as FORMAT_VERSION
+from ._trace import Access as Access
 from ._trace import Note as Note
 from ._trace import Record as Record
 from ._trace import Trace as Trace
@@ -38,7 +39,7 @@ from ._world import run_batch as run_batch
 from ._world import run_once as run_once
 
 __all__ = [
-    "FORMAT_VERSION", "Note", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option", "PCTChooser", "Queue",
+    "FORMAT_VERSION", "Access", "Note", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option", "PCTChooser", "Queue",
     "RandomChooser", "Record", "ReplayChooser", "RunOutcome", "TimerHandle", "Trace", "Violation", "World",
     "run_batch", "run_once", "LiveRepeat", "RealClock", "repeat_live", "run_live",
     "ConvertingChooser", "FaultPlacement", "PlanChooser", "Entry", "Fault", "Hold", "Ident", "Pick",

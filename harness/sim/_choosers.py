@@ -235,6 +235,8 @@ class PlanChooser:
         self.footprints: list[tuple[tuple[object, bool], ...]] = []
         #: actor name -> its process (None: may share memory with any), as the world saw it
         self.process_of: Callable[[str], str | None] = _one_process
+        #: process -> whether it records every access to its memory (``World.share_memory(..., recorded=True)``)
+        self.recorded: Callable[[str | None], bool] = _nothing_recorded
         #: with footprints: per action in ``ran``, the virtual time it ran at, and per held
         #: action, the time it was first passed over (a reordering that also moves an
         #: action across a time jump is not a swap of two actions)
@@ -306,9 +308,12 @@ class PlanChooser:
         for x in held:
             self.held_at.setdefault(x, now)
 
-    def footprint(self, touched: tuple[tuple[object, bool], ...], process_of: Callable[[str], str | None]) -> None:
+    def footprint(self, touched: tuple[tuple[object, bool], ...], process_of: Callable[[str], str | None],
+                  recorded: Callable[[str | None], bool] | None = None) -> None:
         """What the last action read and wrote of shared state (called by the world before the next decision)."""
         self.process_of = process_of
+        if recorded is not None:
+            self.recorded = recorded
         if self.footprints:
             self.footprints[-1] = self.footprints[-1] + touched
 
@@ -411,3 +416,7 @@ class ConvertingChooser(PlanChooser):
 __all__ = [
     "ConvertingChooser", "FaultPlacement", "PCTChooser", "PlanChooser", "RandomChooser", "ReplayChooser",
 ]
+
+
+def _nothing_recorded(_process: str | None) -> bool:
+    return False

@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 #: 2: counterexamples carry a plan (named deviations) beside the positional choices; waits and faults are records;
 #: 3: a trace file records the scenario's defaults beside its explicit parameters (a divergence can name one)
@@ -187,6 +187,28 @@ def _record(raw: tuple[Any, ...]) -> Record:
     return Record(step, time, actor, label, key, rv, choice, enabled, kind, instead)
 
 
+class Access(NamedTuple):
+    """One read or write of shared state inside a step: one entry of the step's footprint (:meth:`World.touch`).
+
+    One record serves both readers of a footprint. The exhaustive referee's
+    reduction sees ``(resource, write)`` of every access without a
+    ``version``; the story of a counterexample follows each deciding read
+    back to the write it read from (the last write of ``resource`` before it,
+    or, with a ``version``, the write of that version) and shows ``said``.
+    """
+
+    #: what was read or written ("Pod default/web", "informer/Pod cache: default/web", "revision", ...)
+    resource: str
+    write: bool = False
+    #: what the access saw or did, as a story shows it ("rv=5", "absent", "status.phase: Running", "409 Conflict")
+    said: str = ""
+    #: a read of an immutable revision (a watch event): it reads from the write of that version and commutes
+    #: with every later write, so the reduction never counts it
+    version: int | None = None
+    #: False: it orders actions (a FIFO's order, a request's own name) but decides nothing a story follows
+    decides: bool = True
+
+
 class Trace(Sequence[Record]):
     """An immutable sequence of records with a stable digest and JSON form.
 
@@ -198,7 +220,7 @@ class Trace(Sequence[Record]):
     in the world as it goes (the same cost, paid during the run).
     """
 
-    __slots__ = ("_built", "_raw", "footprints", "noted", "notes", "oracle_reads")
+    __slots__ = ("_built", "_raw", "continues", "footprints", "noted", "notes", "oracle_reads")
 
     def __init__(self, records: Iterable[Record] = (), notes: Iterable[Note] = (), *, noted: bool = False) -> None:
         self._built: tuple[Record, ...] | None = tuple(records)
@@ -207,10 +229,13 @@ class Trace(Sequence[Record]):
         self.notes: tuple[Note, ...] = tuple(notes)
         #: whether the run recorded notes (a search's runs do not: a counterexample is re-run to tell its story)
         self.noted = noted or bool(self.notes)
-        #: step -> the objects ("Kind ns/name") it read and wrote, for a run that recorded notes
-        self.footprints: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
-        #: the objects the violated oracle read, when the run recorded notes
-        self.oracle_reads: tuple[str, ...] = ()
+        #: step -> what it read and wrote (:class:`Access`, in the order made), for a run that recorded notes
+        self.footprints: dict[int, tuple[Access, ...]] = {}
+        #: what the violated oracle read, when the run recorded notes
+        self.oracle_reads: tuple[Access, ...] = ()
+        #: step -> the earlier step of the same actor it continues (its program order: the values that step
+        #: read are still in its variables); a step that resumed from a wait for work or a sleep continues none
+        self.continues: dict[int, int] = {}
 
     @classmethod
     def _lazy(cls, raw: Sequence[tuple[Any, ...]]) -> Trace:
@@ -222,6 +247,7 @@ class Trace(Sequence[Record]):
         trace.noted = False
         trace.footprints = {}
         trace.oracle_reads = ()
+        trace.continues = {}
         return trace
 
     @property

@@ -45,7 +45,7 @@ import linecache
 import math
 import os
 import sysconfig
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +62,7 @@ from ._plan import Ident, identity_label
 from ._primitives import Event, Lock, Queue
 from ._primitives import Queue as _Queue  # in the class body of World, "Queue" is its method
 from ._time import NEVER, TICKS_PER_SECOND, VirtualClock, ceil_ns, later, to_ns, to_seconds
-from ._trace import Note, Record, Trace, _record
+from ._trace import Access, Note, Record, Trace, _record
 
 if TYPE_CHECKING:
     from ._realtime import RealClock, RealTime
@@ -106,6 +106,7 @@ class _Actor:
         "cancel_pending",
         "daemon",
         "done",
+        "fresh",
         "go",
         "guard",
         "idle",
@@ -143,6 +144,7 @@ class _Actor:
         self.cancel_pending = False
         self.done = False
         self.idle = False  # a daemon's "waiting for work" wait (not a deadlock)
+        self.fresh = False  # it waits for work or for time: what it does next starts afresh (a story's program order)
         self.option = Option(name, "start", None)
         self.abort_fn: Callable[[Any], tl.Abort] = lambda _rc: tl.Abort.SUCCEEDED
 
@@ -320,18 +322,24 @@ class World:
         self.state: dict[str, Any] = {}
         #: actor-name prefix -> process, from share_memory()
         self._processes: dict[str, str] = {}
-        # what the current step read and wrote of the state processes share (the apiserver's objects),
-        # kept only for a chooser that asks (the exhaustive referee's reduction): touch() is one test else
-        self._touched: list[tuple[Hashable, bool]] | None = (
-            [] if getattr(chooser, "wants_footprints", False) else None
-        )
-        # notes (what happened inside steps) and each step's objects read and written, for a run that tells its
-        # story (run_once(notes=True)); None in a search's runs, where note() and observed() are one test
+        #: processes that record every access to their memory (share_memory(..., recorded=True))
+        self._recorded: set[str] = set()
+        # The current step's footprint: what it read and wrote (Access tuples), kept only when someone asks: a
+        # chooser that reduces (the exhaustive referee) or a run that tells its story. None else, and touch()
+        # is one test. During an oracle check it points at the oracle's reads (or is None: a referee's run).
+        self._fp_chooser = bool(getattr(chooser, "wants_footprints", False))
+        self._fp: list[Access] | None = [] if self._fp_chooser else None
+        #: the run or timer step the accesses being made belong to (a fault inside it has a step of its own)
+        self._fp_step = 0
+        # notes (what happened inside steps) and each step's footprint, for a run that tells its
+        # story (run_once(notes=True)); None in a search's runs, where note() and touch() are one test
         self._notes: list[Note] | None = None
-        self._footprints: dict[int, tuple[set[str], set[str]]] | None = None
-        self._oracle_reads: list[str] | None = None
-        self._last_oracle_reads: tuple[str, ...] = ()
-        self._eventually_reads: dict[str, tuple[str, ...]] = {}
+        self._footprints: dict[int, list[Access]] | None = None
+        self._continues: dict[int, int] | None = None
+        self._last_step_of: dict[str, int] = {}
+        self._oracle_reads: list[Access] | None = None
+        self._last_oracle_reads: tuple[Access, ...] = ()
+        self._eventually_reads: dict[str, tuple[Access, ...]] = {}
         #: the real clock's driver, or None: the deterministic scheduler with virtual time drives the run
         self._real: RealTime | None = None
         #: called when a primitive's state changes (an Event set, a Queue put, a Lock released): the real
@@ -366,7 +374,7 @@ class World:
             self._real.horizon_moved()
 
     # ------------------------------------------------------------ footprints
-    def share_memory(self, *prefixes: str) -> None:
+    def share_memory(self, *prefixes: str, recorded: bool = False) -> None:
         """Declare one process: the actors named under these prefixes share memory, and no other actor does.
 
         A prefix is the first segment of an actor's name (``scheduler`` for
@@ -380,6 +388,14 @@ class World:
         for a controller whose informers were made without its prefix. A wrong
         declaration makes the referee skip orders it should have tried;
         ``Exhaustive(reduce=False)`` tries them all.
+
+        ``recorded=True`` says more: every read and write of the process's
+        memory is recorded with :meth:`touch`, by key (the kube layer's garbage
+        collector is such a process: its graph, queues and caches all record).
+        Then two actions of that process that touch no common key (one writing
+        it) commute too, and the story follows its memory key by key. Any other
+        process's memory is one resource, read by each of its steps and written
+        by each of its handlers and timer callbacks.
         """
         if not prefixes:
             raise UsageError("share_memory() needs at least one actor-name prefix: share_memory('informer', 'ctrl')")
@@ -393,21 +409,60 @@ class World:
                     if v == old:
                         self._processes[k] = name
             self._processes[p] = name
+        if recorded:
+            self._recorded.add(name)
 
     def process_of(self, actor: str) -> str | None:
         """The declared process an actor belongs to (see :meth:`share_memory`); None: it may share memory with any."""
         return self._processes.get(actor.split("/", 1)[0])
 
-    def touch(self, *resources: Hashable, write: bool = False) -> None:
-        """The current step read (or, ``write=True``, wrote) ``resources``, state shared between processes.
+    def recorded(self, process: str | None) -> bool:
+        """Whether ``process`` records every access to its memory (``share_memory(..., recorded=True)``)."""
+        return process is not None and process in self._recorded
 
-        The kube layer calls it for every apiserver object and list a request
-        reads or writes; the exhaustive referee uses it to tell dependent actions
-        of different processes from independent ones. One call per request: a
-        run without a chooser that asks pays one test.
+    def memory_of(self, actor: str) -> str | None:
+        """The footprint resource of the memory ``actor``'s model code reads and writes unrecorded.
+
+        ``"memory"`` for an actor of no declared process (it may share memory
+        with any), ``"memory: <process>"`` for a declared one, None for a
+        process that records its memory key by key.
         """
-        if self._touched is not None:
-            self._touched.extend((r, write) for r in resources)
+        p = self._processes.get(actor.split("/", 1)[0])
+        if p is None:
+            return "memory"
+        return None if p in self._recorded else f"memory: {p}"
+
+    @property
+    def footprinting(self) -> bool:
+        """Whether this step's reads and writes are recorded (a reducing referee's run, or a told run).
+
+        Components test it before they build a resource's name or what it
+        saw, so a search's run pays one attribute read per access.
+        """
+        return self._fp is not None
+
+    def touch(self, *resources: str, write: bool = False, said: str = "", version: int | None = None,
+              decides: bool = True) -> None:
+        """The current step read (or, ``write=True``, wrote) ``resources``: one entry each in its footprint.
+
+        The footprint (:class:`Access`) is one record per step that both of its
+        readers use: the exhaustive referee tells dependent actions from
+        independent ones by it, and the story of a counterexample walks back
+        from the violated oracle's reads to the writes they read from. The kube
+        layer calls it for every apiserver object and list a request reads or
+        writes, every informer cache entry a delivery writes and a lister reads,
+        every work-queue item and expectation; a model calls it for its own
+        memory (``world.touch("mem:scheduler jobs/default/j1", said="2 tasks")``).
+        ``said`` is what the access saw or did, as the story shows it;
+        ``version`` makes a read of an immutable revision (a watch event);
+        ``decides=False`` an access that orders actions but decides nothing (a
+        FIFO's order). A run that records nothing pays one test; called from
+        an oracle, the access is one of the oracle's reads.
+        """
+        fp = self._fp
+        if fp is not None:
+            for r in resources:
+                fp.append(Access(r, write, said, version, decides))
 
     # ----------------------------------------------------------------- notes
     @property
@@ -441,32 +496,21 @@ class World:
         notes.append(Note(self._step, self.now, self._who(), kind, text, refs, tuple(fields.items())))
 
     def observed(self, *refs: str, write: bool = False) -> None:
-        """The current step (or the oracle being checked) read, or wrote, these objects ("Kind ns/name").
-
-        Only a run that records notes keeps it: the story walks back from the
-        violated oracle over the steps that wrote what it read. The kube layer
-        calls it for every apiserver request, informer delivery and peek; a
-        model calls it for a read the harness cannot see.
-        """
-        if self._notes is None:
-            return
-        reads = self._oracle_reads
-        if reads is not None:
-            reads.extend(refs)
-            return
-        fp = self._footprints
-        assert fp is not None
-        entry = fp.get(self._step)
-        if entry is None:
-            entry = fp[self._step] = (set(), set())
-        entry[1 if write else 0].update(refs)
+        """The older name of :meth:`touch` for objects ("Kind ns/name"): the same record."""
+        self.touch(*refs, write=write)
 
     def _flush_footprint(self, last: bool = False) -> None:
-        t = self._touched
-        if t or last:
-            self._chooser.footprint(tuple(t or ()), self.process_of)  # type: ignore[attr-defined]
-            if t:
-                t.clear()
+        """Hand the step's footprint to the reducing chooser and to the told run's record; start the next one."""
+        fp = self._fp
+        if fp is None or not (fp or last):
+            return
+        if self._fp_chooser:
+            self._chooser.footprint(  # type: ignore[attr-defined]
+                tuple((a[0], a[1]) for a in fp if a[1] or a[3] is None), self.process_of, self.recorded)
+        if fp:
+            if self._footprints is not None:
+                self._footprints.setdefault(self._fp_step, []).extend(fp)
+            fp.clear()
 
     # ------------------------------------------------------------------ time
     @property
@@ -564,6 +608,7 @@ class World:
         idle: bool = False,
         window: float = 0.0,
         keep_order: bool = False,
+        fresh: bool = False,
     ) -> None:
         if keep_order:
             # The continuation of the action just taken (an API response): canonically it comes next,
@@ -581,6 +626,7 @@ class World:
         actor.seq = self._seq
         actor.waiting = True
         actor.idle = idle
+        actor.fresh = idle or fresh
         opt = actor.option = Option(actor.name, label, key, since / TICKS_PER_SECOND,
                                     latest / TICKS_PER_SECOND if latest < NEVER else math.inf)
         if window > self.max_window:
@@ -597,6 +643,7 @@ class World:
         latest = actor.latest_ns = later(now, window)
         actor.waiting = True
         actor.idle = False
+        actor.fresh = False
         opt = actor.option = Option(actor.name, label, key, now / TICKS_PER_SECOND,
                                     latest / TICKS_PER_SECOND if latest < NEVER else math.inf)
         if window > self.max_window:
@@ -620,6 +667,7 @@ class World:
         idle: bool = False,
         window: float = 0.0,
         keep_order: bool = False,
+        fresh: bool = False,
     ) -> None:
         if self._real is not None:
             await self._real.wait(label, key, rv, guard, ready_ns, idle)
@@ -633,7 +681,7 @@ class World:
                 "code spawned with world.spawn() or from the scenario function itself."
             )
         self._register(actor, label, key, rv, guard, self._now_ns if ready_ns is None else ready_ns, idle, window,
-                       keep_order)
+                       keep_order, fresh)
         self._handoff(actor)
         if actor.go:  # chosen again at once: its turn, without a Trio switch
             actor.go = False
@@ -652,7 +700,8 @@ class World:
                 # A cancel scope around this wait fired: deliver it at a checkpoint.
                 await tl.checkpoint()
                 # Not cancelled after all (scope left); wait again for our turn.
-                self._register(actor, actor.label, actor.key, actor.rv, actor.guard, self._now_ns, actor.idle)
+                self._register(actor, actor.label, actor.key, actor.rv, actor.guard, self._now_ns, actor.idle,
+                               fresh=actor.fresh)
                 self._handoff(actor)
                 continue
             return
@@ -721,7 +770,7 @@ class World:
         """Run due timers and choose the next actor; None means 'controller, move time'."""
         chooser = self._chooser
         while True:
-            if self._touched is not None:
+            if self._fp:
                 self._flush_footprint()
             if self._observer is not None:
                 self._observer(self, _record(self._records[-1]) if self._records else None)
@@ -787,15 +836,29 @@ class World:
                 return None
             instead = enabled[0][2].option if idx else None  # type: ignore[attr-defined]
             size = n + 1 if can_wait else n
+            self._fp_step = self._step
             if isinstance(target, TimerHandle):
                 self._records.append(
                     (self._step, now, target.actor, target.label, target.key, target.rv, idx, size, "timer", instead)
                 )
+                if self._continues is not None and not _harness_code(target.fn):
+                    mem = self.memory_of(target.actor)  # a model's callback: it reads and writes its memory
+                    if mem is not None and self._fp is not None:
+                        self._fp.append(Access(mem))
+                        self._fp.append(Access(mem, True, f"{target.actor}: {target.label}"))
                 self._fire(target)
                 continue
             actor: _Actor = target  # type: ignore[assignment]
             label = f"deadline expired during '{actor.label}'" if actor.cancel_pending else actor.label
             self._records.append((self._step, now, actor.name, label, actor.key, actor.rv, idx, size, "run", instead))
+            if self._continues is not None:  # program order, for a story: a step continues what its actor did
+                prev = self._last_step_of.get(actor.name)
+                if prev is not None and not actor.fresh:
+                    self._continues[self._step] = prev
+                self._last_step_of[actor.name] = self._step
+                mem = self.memory_of(actor.name)
+                if mem is not None and self._fp is not None:
+                    self._fp.append(Access(mem))  # what it does may come from what its process remembers
             return actor
 
     def _looping(self) -> str:
@@ -889,16 +952,19 @@ class World:
         self._fail("oracle", name, message, self._me())
 
     def _check_oracles(self) -> None:
-        if self._notes is not None:
-            self._oracle_reads = []
-            try:
-                self._check_oracles_now()
-            finally:
-                if self._violation is not None and not self._last_oracle_reads:
-                    self._last_oracle_reads = tuple(self._oracle_reads)
-                self._oracle_reads = None
+        fp = self._fp
+        if fp is None:
+            self._check_oracles_now()
             return
-        self._check_oracles_now()
+        # what an oracle reads is no step's footprint: in a told run it is the oracle's reads, else nothing
+        reads: list[Access] | None = [] if self._notes is not None else None
+        self._fp = self._oracle_reads = reads
+        try:
+            self._check_oracles_now()
+        finally:
+            if reads is not None and self._violation is not None and not self._last_oracle_reads:
+                self._last_oracle_reads = tuple(reads)
+            self._fp, self._oracle_reads = fp, None
 
     def _check_oracles_now(self) -> None:
         broken = first_broken_invariant(self._invariants)
@@ -1030,7 +1096,8 @@ class World:
     async def sleep(self, seconds: float, label: str | None = None, *, window: float = 0.0) -> None:
         """Sleep in virtual time (a yield point that becomes enabled after ``seconds``, or up to ``window`` later)."""
         await self._yield(
-            label or f"wake after sleep {seconds:g}s", None, None, None, later(self._clock_ns(), seconds), window=window
+            label or f"wake after sleep {seconds:g}s", None, None, None, later(self._clock_ns(), seconds), window=window,
+            fresh=True,
         )
 
     def _me(self) -> _Actor | None:
@@ -1250,6 +1317,17 @@ class World:
         return False
 
     def _check_invariants_over_jump(self, before: int) -> None:
+        fp = self._fp
+        reads: list[Access] | None = [] if self._notes is not None else None
+        self._fp = reads
+        try:
+            self._bisect_invariants(before)
+        finally:
+            if reads is not None and self._violation is not None and not self._last_oracle_reads:
+                self._last_oracle_reads = tuple(reads)
+            self._fp = fp
+
+    def _bisect_invariants(self, before: int) -> None:
         """Nothing ran while time moved from ``before``: find the first instant an invariant broke.
 
         Only time changed, so an invariant broken now and holding at ``before``
@@ -1289,11 +1367,13 @@ class World:
                 )
                 return
         for name, fn in self._at_end:
-            if self._notes is not None:
-                self._oracle_reads = []
+            fp = self._fp
+            if fp is not None:
+                self._fp = self._oracle_reads = [] if self._notes is not None else None
             msg = holds(name, fn)
             if self._oracle_reads is not None:
                 self._last_oracle_reads, self._oracle_reads = tuple(self._oracle_reads), None
+            self._fp = fp
             if msg is not None:
                 self._fail("oracle", name, f"at the end of the run: {msg}", None)
                 return
@@ -1322,15 +1402,15 @@ class World:
 
     # ------------------------------------------------------------- results
     def outcome(self) -> RunOutcome:
-        if self._touched is not None:
-            self._flush_footprint(last=True)
+        self._flush_footprint(last=True)
         trace = Trace._lazy(self._records)
         if self._notes is not None:
             trace.notes = tuple(self._notes)
             trace.noted = True
-            assert self._footprints is not None
-            trace.footprints = {s: (frozenset(r), frozenset(w)) for s, (r, w) in self._footprints.items()}
+            assert self._footprints is not None and self._continues is not None
+            trace.footprints = {s: tuple(a) for s, a in self._footprints.items()}
             trace.oracle_reads = tuple(dict.fromkeys(self._last_oracle_reads))
+            trace.continues = dict(self._continues)
         return RunOutcome(
             trace,
             self._violation,
@@ -1341,6 +1421,11 @@ class World:
             dict(self._fault_points),
             self.max_window,
         )
+
+
+def _harness_code(fn: Callable[..., object]) -> bool:
+    """Whether ``fn`` is the harness's own code (a kube structure's timer), which records what it touches."""
+    return str(getattr(fn, "__module__", "") or "").startswith("harness.")
 
 
 async def _call_with_params(scenario: Callable[..., Awaitable[object]], world: World) -> None:
@@ -1369,6 +1454,9 @@ def run_once(
     if notes:
         world._notes = []
         world._footprints = {}
+        world._continues = {}
+        if world._fp is None:
+            world._fp = []
     try:
         trio.run(world._main, scenario, clock=VirtualClock(world), strict_exception_groups=True)
     except BaseExceptionGroup as group:

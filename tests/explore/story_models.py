@@ -11,12 +11,29 @@
 * :func:`quiet_delete`: an oracle whose message names no object; the delete
   that breaks it must still be in the story.
 * :func:`late_expiry`: an ``eventually`` oracle that breaks because time passed.
+* :func:`expectations_ttl`: kubernetes#129795 as a newcomer would model it from
+  the docs, with no notes of its own: the ReplicaSet controller's
+  ``ControllerExpectations`` expire (``ExpectationsTimeout``, here a short
+  ``ttl``) before the informer shows the pod it created; the next sync trusts
+  the cache, which has no pod yet, and creates a second one. The story must
+  name the decisive read: the sync that found its expectations expired and
+  the lister without the pod the apiserver already had.
 """
 
 from __future__ import annotations
 
 import harness as h
-from harness.kube import APIServer, Controller, CreateEvent, Funcs, Informer, KubeObject, watch
+from harness.kube import (
+    APIServer,
+    Controller,
+    ControllerExpectations,
+    CreateEvent,
+    Funcs,
+    Informer,
+    KubeObject,
+    controller_ref,
+    watch,
+)
 
 NAMESPACE = "perf"
 
@@ -88,3 +105,43 @@ async def late_expiry(world: h.World, *, fixed: bool = False) -> None:
         return fixed or (lease is not None and lease.status.get("renewed", False))
 
     world.eventually(renewed, within=34.2, name="the lease is renewed")
+
+
+@h.scenario
+async def expectations_ttl(world: h.World, *, fixed: bool = False, ttl: float = 1.0) -> None:
+    """kubernetes#129795: a ReplicaSet of 1 gets 2 pods when its expectations expire before the pod shows."""
+    api = APIServer(world)
+    expectations = ControllerExpectations(world, timeout=ttl)
+    replica_sets = Informer(world, api, "ReplicaSet", resync_period=1.0)  # the periodic resync requeues the key
+    pods = Informer(world, api, "Pod")
+
+    async def sync(key: str) -> None:
+        namespace, name = key.split("/")
+        rs = replica_sets.lister.try_get(namespace, name)
+        if rs is None or not expectations.satisfied_expectations(key):
+            return
+        if fixed:  # the fix as modelled: what an expired expectation may hide is read live, never from the cache
+            owned = [p for p in await api.list("Pod", namespace) if p.controller_owner() is not None]
+        else:
+            owned = [p for p in pods.lister.list(namespace) if p.controller_owner() is not None]
+        diff = rs.spec["replicas"] - len(owned)
+        if diff > 0:
+            expectations.expect_creations(key, diff)
+            for _ in range(diff):
+                await api.create(KubeObject("Pod", namespace, "", owner_references=[controller_ref(rs)]),
+                                 generate_name=f"{name}-")
+
+    controller = Controller(world, "replicaset-controller", sync)
+    replica_sets.add_event_handler(lambda rs: controller.enqueue(rs.key), lambda _o, rs: controller.enqueue(rs.key))
+    pods.add_event_handler(lambda pod: expectations.creation_observed(f"{pod.namespace}/web"))
+    replica_sets.start()
+    pods.start()
+    controller.start()
+    world.horizon = 6.0
+    await api.create(KubeObject("ReplicaSet", NAMESPACE, "web", spec={"replicas": 1}))
+
+    def at_most_one_pod() -> str | None:
+        have = [p.name for p in api.peek_all("Pod")]
+        return None if len(have) <= 1 else f"ReplicaSet {NAMESPACE}/web wants 1 pod and has {len(have)}: {have}"
+
+    world.invariant(at_most_one_pod, "a ReplicaSet never has more pods than replicas")

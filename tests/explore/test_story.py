@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import harness as h
 from harness.kube import APIServer, GenerationChangedPredicate, Informer, KubeObject, watch
-from harness.sim import PlanChooser, RandomChooser, run_once
+from harness.sim import Access, PlanChooser, RandomChooser, Trace, run_once
 from tests import toys
-from tests.explore.story_models import filtered_relist, late_expiry, quiet_delete
+from tests.explore.story_models import expectations_ttl, filtered_relist, late_expiry, quiet_delete
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -155,3 +156,184 @@ def test_replay_story_names_relist_filter_and_time(tmp_path: Path) -> None:
     assert "Create Workload perf/w1 rv=2 -> dropped" in text
     assert story[-1].startswith("=> at t=30.000"), done.stdout
     assert json.loads(trace.read_text())["notes"], "the saved trace carries its notes"
+
+
+# ------------------------------------------------------------ issue 39: stories from data flow
+def _accesses(trace: Trace) -> list[Access]:
+    return [a for step in sorted(trace.footprints) for a in trace.footprints[step]]
+
+
+async def _lister_reads(world: h.World) -> None:
+    api = APIServer(world)
+    pods = Informer(world, api, "Pod", name="ctrl/informer/Pod")
+    pods.start()
+    await pods.wait_for_cache_sync()
+    await api.create(KubeObject("Pod", "ns", "a"))
+    await world.sleep(1)  # the ADDED is delivered: the cache holds ns/a
+    await api.create(KubeObject("Pod", "ns", "b"))  # committed; its ADDED is not delivered before the reads below
+    pods.lister.get("ns", "a")
+    assert pods.lister.try_get("ns", "b") is None
+    pods.lister.list("ns")
+
+
+def test_lister_reads_are_footprints() -> None:
+    told = run_once(_lister_reads, PlanChooser(), notes=True).trace
+    acc = _accesses(told)
+    cache = "ctrl/informer/Pod cache: "
+    # the delivery wrote the cache entry at the event's revision, and read the commit of that revision
+    assert any(a.resource == cache + "ns/a" and a.write and a.version == 1 for a in acc)
+    assert Access("Pod ns/a", False, "ADDED ns/a rv=1", 1, True) in acc
+    # a get: the entry and its resourceVersion; a miss: absent, and (told) the commit the cache has not shown yet
+    assert any(a.resource == cache + "ns/a" and not a.write and a.said == "lister Pod ns/a: rv=1" for a in acc)
+    assert any(a.resource == cache + "ns/b" and not a.write and a.said.startswith("lister Pod ns/b: absent")
+               and "the apiserver has rv=2" in a.said for a in acc)
+    assert any(a.resource == "Pod ns/b" and a.version == 2 and "not yet in the cache" in a.said for a in acc)
+    # a list: every entry, and the whole cache with what it showed and what it missed
+    (listed,) = [a for a in acc if a.resource == cache + "*" and not a.write]
+    assert listed.said == "lister: 1 Pod of ns (a); b absent (on the apiserver, not yet cached)"
+    # one record for both readers: the reducing referee's chooser gets the same resources (no revision reads)
+    chooser = PlanChooser(footprints=True)
+    run_once(_lister_reads, chooser)
+    seen = {r for fp in chooser.footprints for r, _w in fp}
+    assert {cache + "ns/a", cache + "ns/b", cache + "*"} <= seen
+    assert all((a.resource, a.write) in {x for fp in chooser.footprints for x in fp}
+               for a in acc if a.version is None and a.resource.startswith(cache))
+
+
+def test_expectation_checks_are_footprints() -> None:
+    from harness.kube import ControllerExpectations, ScaleExpectations, UpdateExpectations
+
+    async def checks(world: h.World) -> None:
+        exp = ControllerExpectations(world, timeout=10)
+        await world.step("expect")
+        exp.expect_creations("ns/rs", 2)
+        await world.step("check")
+        exp.satisfied_expectations("ns/rs")
+        await world.sleep(11)
+        exp.satisfied_expectations("ns/rs")
+        exp.creation_observed("ns/rs")
+        exp.creation_observed("ns/rs")
+        exp.satisfied_expectations("ns/rs")
+        scale = ScaleExpectations(world)
+        scale.expect_scale("ns/cs", "create", "cs-1")
+        scale.satisfied_expectations("ns/cs")
+        updates = UpdateExpectations(world)
+        updates.expect_updated("ns/ss", "rev-2", KubeObject("Pod", "ns", "web-0", uid="u0"))
+        updates.satisfied_expectations("ns/ss", "rev-2")
+
+    told = run_once(checks, PlanChooser(), notes=True).trace
+    said = {(a.resource, a.write, a.said) for a in _accesses(told)}
+    res = "ControllerExpectations: ns/rs"
+    assert (res, True, "ControllerExpectations ns/rs: expects 2 creation(s) and 0 deletion(s), stamped t=0.000") in said
+    assert (res, False, "ControllerExpectations ns/rs: unsatisfied: (add, del) = (2, 0) set 0 s ago") in said
+    assert (res, False, "ControllerExpectations ns/rs: expired: (add, del) = (2, 0) set 11 s ago, past the 10 s TTL") \
+        in said
+    assert (res, False, "ControllerExpectations ns/rs: satisfied: (add, del) = (0, 0)") in said
+    assert ("ScaleExpectations: ns/cs", False, "ScaleExpectations ns/cs: unsatisfied for 0 s, pending create cs-1") \
+        in said
+    assert ("UpdateExpectations: ns/ss", False, "UpdateExpectations ns/ss: update expectations for revision rev-2 "
+            "unsatisfied for 0 s: waits for ns/web-0") in said
+    # the check reads from the write that set it: a story follows one to the other
+    chooser = PlanChooser(footprints=True)
+    run_once(checks, chooser)
+    assert any((res, True) in fp for fp in chooser.footprints) and any((res, False) in fp for fp in chooser.footprints)
+
+
+def test_story_shows_the_decisive_read() -> None:
+    """kubernetes#129795 modelled from the docs alone: the sync that trusted an expired expectation and the cache."""
+    cx = _found(expectations_ttl)
+    story = cx.story()
+    decisive = [x for x in story.lines if "expired" in x]
+    assert len(decisive) == 1, story
+    line = decisive[0]
+    assert "past the 1 s TTL" in line and "lister: 0 Pods of perf" in line, story
+    created = cx.violation.message.split("'")[1]  # the first pod, on the apiserver but not in the cache
+    assert f"{created} absent (on the apiserver, not yet cached)" in line, story
+    # and what it wrote: the second pod, on the line right after the decision
+    at = story.lines.index(line)
+    assert "create Pod perf/" in story.lines[at + 1] and "created rv=" in story.lines[at + 1], story
+
+
+def test_story_omits_steps_that_fed_nothing() -> None:
+    cx = _found(quiet_delete)
+    story = cx.story()
+    told = cx.told()
+    audits = {r.step for r in told if "Audit" in r.label}
+    assert audits and not audits & story.causal, story  # the auditor's creates fed nothing the oracle read
+    ttl = _found(expectations_ttl).story()
+    assert not any("informer/Pod" in x and "deliver" in x for x in ttl.lines), ttl  # never delivered before it broke
+    for s in (story, ttl):
+        assert 2 * len(s.causal) <= told.steps or s is ttl
+
+
+def test_story_orders_by_causality() -> None:
+    for scenario in (expectations_ttl, filtered_relist):
+        story = _found(scenario).story()
+        body = [x for x in story.lines if x.startswith("#")]
+        order = [int(x[1:].split()[0]) for x in body]
+        for i, line in enumerate(body):
+            for ref in (int(m) for m in re.findall(r"\(#(\d+)\)", line)):
+                if ref in order:
+                    assert order.index(ref) < i, f"#{order[i]} read from #{ref}, told after it\n{story}"
+    # a decision and the write it made are told together (nothing between them at that instant)
+    story = _found(expectations_ttl).story()
+    body = [x for x in story.lines if x.startswith("#")]
+    decision = next(i for i, x in enumerate(body) if "expired" in x)
+    assert "create Pod" in body[decision + 1], story
+
+
+def test_story_header_counts_are_honest() -> None:
+    for scenario in (expectations_ttl, filtered_relist, quiet_delete, late_expiry):
+        cx = _found(scenario)
+        story = cx.story()
+        head = story.lines[0]
+        m = re.match(r"story: (\d+) deviation\(s\); the slice keeps (\d+) of (\d+) step\(s\): (.*)$", head)
+        assert m is not None, head
+        assert int(m.group(1)) == cx.deviations
+        assert int(m.group(2)) == len(story.causal) and int(m.group(3)) == cx.told().steps
+        counts = {what: int(n) for n, what in re.findall(r"(\d+) ([a-z ()]+?)(?:,|$| \()", m.group(4))}
+        shown = [x for x in story.lines if x.startswith("#")]
+        assert counts["shown"] == len(shown) == len(story.steps), head
+        assert sum(counts.values()) == len(story.causal), head  # every kept step is shown or said why not
+
+
+def test_violation_text_never_cut() -> None:
+    long = "the pods " + ", ".join(f"default/web-{i} (uid-{i:04d}) still waits" for i in range(40))
+
+    @h.scenario
+    async def wordy(world: h.World, *, fixed: bool = False) -> None:
+        api = APIServer(world)
+        await api.create(KubeObject("ConfigMap", "default", "c"))
+        world.at_end(lambda: fixed or long, "every pod settles")
+
+    result = h.explore(wordy, seed=0, budget=5, fixed=False)
+    cx = result.counterexample
+    assert cx is not None and len(cx.violation.message) > 1_000
+    story = cx.story()
+    at = next(i for i, x in enumerate(story.lines) if x.startswith("=> "))
+    tail = story.lines[at:]
+    assert len(tail) > 1 and all(x.startswith("   ") for x in tail[1:])  # it wraps onto lines of its own
+    joined = tail[0] + "".join(" " + x[3:] for x in tail[1:])
+    assert cx.violation.message in joined and "..." not in joined
+    assert story.verdict == joined.replace("  ", " ") or cx.violation.message in story.verdict
+
+
+def test_page_summary_and_story_agree(tmp_path: Path) -> None:
+    from harness.report import write_counterexample_html
+
+    cx = _found(expectations_ttl)
+    story = cx.story()
+    page = write_counterexample_html(cx, tmp_path / "ttl.html", title="expectations TTL").read_text()
+    summary = page[page.index('id="summary"'): page.index('id="reproduce"')]
+    import html as _html
+
+    text = _html.unescape(re.sub(r"<[^>]+>", "", summary))
+    assert story.entries and all(e in text for e in story.entries)  # how the run got there: the story's plan lines
+    assert "instead of" not in text  # not a second, positional account of the same run
+    state = _html.unescape(page[page.index('id="state"'): page.index('id="timeline"')])
+    shown = set(re.findall(r"<th>((?:Pod|ReplicaSet) [^<]+)</th>", state)) | set(
+        re.findall(r"<b>((?:Pod|ReplicaSet) [^<]+)</b>", state))
+    assert shown and shown <= set(story.objects), (shown, story.objects)  # the state the slice read and wrote
+    for line in story.lines[1:]:
+        said = re.sub(r"^#\d+\s+", "", line)
+        assert _html.escape(said, quote=False)[:80] in page or line.startswith("   "), said
