@@ -11,9 +11,12 @@ writes, stale lists, ...: see ``faults``) and data choices (user operations).
 
 Strategies
 ----------
-``portfolio``   the default: random, PCT, Hypothesis and small plans (plans of
-                one or two entries drawn from the referee's tree) interleaved
-                within the budget; the result names the member that found it.
+``portfolio``   the default: random, PCT, Hypothesis, Sieve's three patterns
+                (stale, unobserved and intermediate state: plans aimed by the
+                canonical run's own writes and fault points) and small plans
+                (plans of one or two entries drawn from the referee's tree)
+                interleaved within the budget; the result names the member
+                that found it.
 ``random``      a random walk: uniform among released actions, deliveries late
                 inside their windows with a per-run probability, faults placed
                 uniformly over the run's fault points for a swarm subset of kinds.
@@ -69,6 +72,7 @@ from ..sim import (
 from ._counterexample import Counterexample, Scenario, scenario_ref
 from ._exhaustive import Plan, ShardRunner, _children, _dedup, _PlanSearch, _search_exhaustive, _siblings
 from ._hypothesis import _hypothesis_chunk, _Pools, _search_hypothesis
+from ._patterns import PATTERNS, Aim, pattern_choosers
 from ._runner import (
     MAX_FAULTS,
     RUNAWAY_KINDS,
@@ -138,11 +142,14 @@ class Exhaustive(Strategy):
 
 @dataclass(frozen=True)
 class Portfolio(Strategy):
-    """Random, PCT, Hypothesis and small plans in turns, within one budget.
+    """Random, PCT, Hypothesis, Sieve's patterns and small plans in turns, within one budget.
 
-    A round is ``chunk`` runs of random, ``chunk`` of PCT, and ``chunk`` shared
-    by Hypothesis and the small plans (half each), so the two walks that find
-    most races first keep the share they had before small plans joined.
+    A round is ``chunk`` runs of random, ``chunk`` of PCT, half a chunk of
+    Hypothesis, half a chunk of each pattern member whose candidates are not
+    spent (``harness/explore/_patterns.py``: a few dozen plans at most, so
+    they take turns in the first rounds only), and half a chunk of small
+    plans; once the patterns are spent, a round is what it was before they
+    joined, and the two walks that find most races first keep their share.
     """
 
     seed: int = 0
@@ -912,13 +919,17 @@ def ran_away_cx(cx: Counterexample) -> bool:
 
 
 def _search_portfolio(runner: _Runner, strat: Portfolio) -> tuple[RunOutcome | None, str | None]:
-    """Random, PCT, Hypothesis and small plans in turns (see :class:`Portfolio`), sharing one budget.
+    """Random, PCT, Hypothesis, the patterns and small plans in turns (see :class:`Portfolio`), one budget.
 
     No single strategy's blind spot is the default's: the random walk finds
     deep interleavings cheaply, PCT finds few-step-ordering bugs with a
     guarantee, Hypothesis finds bugs that need one long postponement, and
-    the small plans find two rare things at once (a crash, then a stale
-    LIST) that a walk needs p squared to hit.
+    the pattern members and small plans find two rare things at once (a
+    crash, then a stale LIST) that a walk needs p squared to hit: the
+    patterns where the run's own writes point (an object re-created under
+    its name, a write between two of one reconcile), the small plans
+    anywhere in the referee's tree. A pattern member whose candidates are
+    spent draws small plans for the rest of its turn, and takes no turn after.
     """
     from ._hypothesis import _PlanRun  # a PlanChooser that notes windows (time holds)
 
@@ -926,14 +937,25 @@ def _search_portfolio(runner: _Runner, strat: Portfolio) -> tuple[RunOutcome | N
     rand = _random_choosers(runner, strat.seed)
     pct = _pct_choosers(runner, PCT(strat.seed ^ 0x9E37, 3), seen)
     small = _small_plan_choosers(runner, strat.seed)
+    aim = Aim()
+    patterns: dict[str, Iterator[PlanChooser] | None] = {m: pattern_choosers(m, aim, strat.seed) for m in PATTERNS}
     pools: _Pools | None = None
     hyp_round = 0
     while True:
-        for member in ("random", "pct", "hypothesis", "small plans"):
+        for member in ("random", "pct", "hypothesis", *patterns, "small plans"):
             if runner.exhausted():
                 return None, None
+            if member in patterns and patterns[member] is None:
+                continue  # its candidates are spent: its turn is the small plans' again
             turn = strat.chunk if member in ("random", "pct") else strat.chunk // 2
             cap = runner.runs + turn
+            if member in patterns:
+                found, spent, by_small = _pattern_turn(runner, patterns[member], small, cap)
+                if spent:
+                    patterns[member] = None
+                if found is not None:
+                    return found, "small plans" if by_small else member
+                continue
             if member == "hypothesis":
                 if pools is None:
                     base = _PlanRun()
@@ -953,6 +975,32 @@ def _search_portfolio(runner: _Runner, strat: Portfolio) -> tuple[RunOutcome | N
                 found = runner.run_many(_take_until(it, functools.partial(_reached, runner, cap)))
             if found is not None:
                 return found, member
+
+
+def _pattern_turn(
+    runner: _Runner, member: Iterator[PlanChooser] | None, small: Iterator[PlanChooser], cap: int
+) -> tuple[RunOutcome | None, bool, bool]:
+    """One turn of a pattern member: its own plans, then (once they are spent) small plans to the turn's end.
+
+    Returns the failing run, if any; whether the member's candidates are spent; and whether the failing
+    run was a small plan's (drawn after they were).
+    """
+    spent = [member is None]
+
+    def draws() -> Iterator[PlanChooser]:
+        while runner.runs < cap:
+            if not spent[0]:
+                assert member is not None
+                nxt = next(member, None)
+                if nxt is not None:
+                    yield nxt
+                    continue
+                spent[0] = True
+            yield next(small)
+
+    # run_many stops at the first failing run, the last one drawn: it is a small plan's when the member was spent
+    found = runner.run_many(draws())
+    return found, spent[0], spent[0] and found is not None
 
 
 def _reached(runner: _Runner, cap: int) -> bool:

@@ -1366,7 +1366,7 @@ def run_once(
     """
     world = World(chooser, limits=limits, params=params, observer=observer)
     world.fault_kinds = faults
-    if notes:
+    if notes or getattr(chooser, "wants_notes", False):
         world._notes = []
         world._footprints = {}
     try:
@@ -1375,7 +1375,15 @@ def run_once(
         raise _unwrap(group) from None
     if world._reraise is not None:
         raise world._reraise
-    return world.outcome()
+    return _shown(chooser, world.outcome())
+
+
+def _shown(chooser: Chooser, out: RunOutcome) -> RunOutcome:
+    """Hand the run to a chooser that asks to see what it decided (``seen(outcome)``: its trace, its notes)."""
+    seen = getattr(chooser, "seen", None)
+    if seen is not None:
+        seen(out)
+    return out
 
 
 def run_batch(
@@ -1401,12 +1409,15 @@ def run_batch(
         for chooser in choosers:
             world = World(chooser, limits=limits, params=params)
             world.fault_kinds = faults
+            if getattr(chooser, "wants_notes", False):  # a search member that reads the run's notes
+                world._notes = []
+                world._footprints = {}
             clock._world = world
             await world._main(scenario)
             clock._world = None
             if world._reraise is not None:
                 raise world._reraise
-            if not keep_going(world.outcome()):
+            if not keep_going(_shown(chooser, world.outcome())):
                 return
 
     try:
