@@ -435,6 +435,9 @@ def _search_pct(runner: _Runner, strat: PCT) -> tuple[RunOutcome | None, float]:
 
 
 # --------------------------------------------------------------- shrinking
+#: what a counterexample says when it was shrunk but its minimality was left for later (``prove_minimal=False``)
+UNCHECKED = "minimality not checked"
+
 @dataclass
 class _Minimum:
     out: RunOutcome
@@ -570,7 +573,7 @@ def minimize(
         return _Minimum(out, plan, None, f"not proved minimal: a run of the {runner.runaway_in} ran away ("
                         f"{_runaway_words(runner.runaway)}); the counterexample stands", shrunk_at=shrunk_at)
     if not prove:
-        return _Minimum(out, plan, None, "minimality not checked", shrunk_at=shrunk_at)
+        return _Minimum(out, plan, None, UNCHECKED, shrunk_at=shrunk_at)
     target = out.violation
     assert target is not None
     k = len(plan)
@@ -610,7 +613,9 @@ def _proof_search(
 ) -> tuple[_Runner, _PlanSearch]:
     """The referee on a sub-runner of ``budget`` runs looking for ``target``; its runs count in ``runner``."""
     sub = runner.sub(budget, phase="minimality proof")
-    search = _PlanSearch(sub, k, target, phase="proof", faults=faults)
+    # the minimality proof (no fault restriction) tries the last level's likely plans first: its first failing
+    # plan is a function of the model alone, and it is met without running the whole level
+    search = _PlanSearch(sub, k, target, phase="proof", faults=faults, likely_first=faults is None)
     try:
         search.run()
     finally:
@@ -638,6 +643,34 @@ def _representative(runner: _Runner, out: RunOutcome, plan: tuple[Entry, ...], b
                         "referee's order)", shrunk_at=shrunk_at)
     return _Minimum(out, plan, True, f"proved minimal (not the first of {kinds}: that search was cut)",
                     shrunk_at=shrunk_at)
+
+
+def prove_found(
+    scenario: Scenario, cx: Counterexample, *, proof_budget: int = 5000, shard_runner: ShardRunner | None = None
+) -> tuple[Counterexample, int]:
+    """The minimality proof of a counterexample found and shrunk elsewhere, with its referee's shards on
+    ``shard_runner``; the proved counterexample and the runs the proof took.
+
+    ``hunt --cluster`` shrinks on the workers and proves here: a proof is
+    tens of thousands of runs in waves of shards, which one worker would run
+    alone, and shards that found the same bug would each prove it again. A
+    counterexample already judged (proved, cut, a runaway, a model error), or
+    one with no plan, is returned as it is; so is one whose plan no longer
+    fails the same way (it cannot be proved here).
+    """
+    if cx.plan is None or cx.proved_minimal is not None or cx.proof not in ("", UNCHECKED):
+        return cx, 0
+    runner = _Runner(scenario, dict(cx.params), cx.limits, Budget(runs=None), cx.faults)
+    runner.shard_runner = shard_runner
+    runner.runaway_in = "minimality proof"
+    out = runner.run(PlanChooser(cx.plan))
+    if not cx.violation.same_bug(out.violation):
+        return cx, runner.runs
+    best = minimize(runner, out, plan=cx.plan, proof_budget=proof_budget, shrink=False)
+    proved = Counterexample.from_outcome(cx.scenario, cx.params, best.out, strategy=cx.strategy, seed=cx.seed,
+                                         limits=cx.limits, plan=best.plan, faults=cx.faults)
+    proved.proved_minimal, proved.proof, proved.meta = best.proved, best.proof, dict(cx.meta)
+    return proved, runner.runs
 
 
 def _proof_budget(base: int, k: int) -> int:
@@ -1037,6 +1070,7 @@ __all__ = [
     "make_strategy",
     "minimize",
     "parse_faults",
+    "prove_found",
     "read_plan",
     "run_plan",
     "shrink_plan",
