@@ -6,6 +6,9 @@
 - **One proof in process and on ``local:2``**: ``exhaustive:K`` of the fixed
   variant with the race's registered faults, as ``hunt --strategy exhaustive:K``
   runs it; the plan counts must match, the ratio is of search seconds.
+- **Two-fault minima**: the time-travel example's minimality proof alone, in
+  process, for seeds 0-4 (one digest); #3375's residual's proof under the
+  default proof budget.
 - **On paper**: the in-process proof notes every shard's (wave, plans, seconds).
   Waves run one after another (a wave's reports decide the next one); within a
   wave the shards, cut by the same rule as on any cluster, go to whichever of W

@@ -6,6 +6,8 @@ Sections (each prints a markdown table; everything also lands in JSON):
    coroutine loop, executions/s under ``random``, Hypothesis examples/s;
 2. time to the first failure of every documented buggy race, per strategy, over
    several seeds (runs and seconds; median / min / max); search only, no shrink;
+   and the two-fault models (:data:`TWO_FAULT_MODELS`) under the default search
+   and budget, every seed;
 3. the peer baseline: the same race model run live (:func:`harness.sim.repeat_live`:
    Trio's scheduler, real scaled clock with jitter, no harness control), re-run
    the way pytest-repeat does until the harness's oracle fails or a wall cap;
