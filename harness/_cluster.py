@@ -14,9 +14,11 @@ seed and the shard index and its slice of a run budget is fixed by the shard
 count (``--shards``, never the worker count), so ``local:1``, ``local:2`` and a
 farm run the same shards to the same results, and a shard re-run after its
 worker was killed finds what it would have found. Every shard shrinks what it
-finds to the canonical minimum, so the findings and their trace digests are the
-ones the in-process hunt reports for the same seed; findings are grouped by
-:meth:`Counterexample.signature`, as the pytest plugin's ``--race-hunt`` does.
+finds; the client proves each distinct finding minimal (:func:`prove_findings`),
+the waves of its referee on the cluster as an exhaustive search's are, so the
+findings and their trace digests are the canonical minima the in-process hunt
+reports; findings are grouped by :meth:`Counterexample.signature`, as the
+pytest plugin's ``--race-hunt`` does.
 
 Dask is imported only here, and this module only under ``--cluster``: the core
 keeps no dependency on it (``pip install 'race-harness[cluster]'``).
@@ -94,6 +96,9 @@ class Search:
     faults: Any  # a fault spec as explore() takes it (a string, a frozenset or None)
     runs: int | None
     seconds: float | None
+    #: the shard shrinks what it finds and leaves the minimality proof to the client, which runs it with its
+    #: referee's shards on the cluster (:func:`prove_findings`); False: each shard proves on its worker
+    prove_on_client: bool = True
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,7 @@ def run_shard(search: Search, shard: Shard) -> dict[str, Any]:
         budget=Budget(runs=shard.runs, seconds=shard.seconds),
         seed=shard.seed,
         faults=search.faults,
+        prove_minimal=not search.prove_on_client,
         **search.params,
     )
     cx = result.counterexample
@@ -265,6 +271,37 @@ def merge(index: int, search: Search, planned: list[Shard], payloads: dict[int, 
     )
     ordered = sorted(findings.values(), key=lambda f: f.shards[0])
     return ShardedResult(index, result, len(planned), len(done), ordered)
+
+
+def prove_findings(sharded: ShardedResult, scenario: Any, client: Any) -> DaskShards:
+    """Prove each finding of a search minimal here, its referee's shards on the cluster; findings that prove to
+    one canonical minimum become one (their shards together). Returns the shard runner (its costs)."""
+    from .explore import prove_found
+
+    shards = DaskShards(client)
+    merged: dict[str, Finding] = {}
+    result = sharded.result
+    for f in sharded.findings:
+        if stop_requested():
+            merged.setdefault(f.signature, f)
+            continue
+        was = f.counterexample
+        cx, runs = prove_found(scenario, was, shard_runner=shards)
+        result.runs += runs
+        result.proof_runs = (result.proof_runs or 0) + runs
+        if result.counterexample is was:
+            result.counterexample = cx
+            result.notes = [n for n in result.notes if n != "minimality not checked"]
+            if cx.proved_minimal is None and cx.proof:
+                result.notes.append(cx.proof)
+        sig = cx.signature()
+        if sig in merged:
+            merged[sig].shards.extend(f.shards)
+            merged[sig].seeds.extend(f.seeds)
+        else:
+            merged[sig] = Finding(sig, list(f.shards), list(f.seeds), cx)
+    sharded.findings = list(merged.values())
+    return shards
 
 
 @contextmanager

@@ -35,12 +35,14 @@ def _hunt_on_cluster(
     """The searches on a Dask cluster (harness/_cluster.py); the files, lines and index as in process.
 
     A sampling search (random, PCT, Hypothesis) is cut into seeded shards, each a
-    whole search with its shrink and proof on a worker. An ``exhaustive`` or
+    whole search with its shrink on a worker; the minimality proof of what they
+    found runs here, with its referee's shards (and those of the canonical
+    representative's pass) on the cluster, once per distinct finding. An ``exhaustive`` or
     ``canonical`` search does not depend on the seed, so it is not repeated
     per shard: its referee runs here and every shard of its levels (and of its
     minimality proof) is a task on the cluster (:class:`~harness._cluster.DaskShards`).
     """
-    from .._cluster import _UNSHARDED, ClusterHunt, DaskShards, Search, open_cluster
+    from .._cluster import _UNSHARDED, ClusterHunt, DaskShards, Search, open_cluster, prove_findings
     from .._shards import DEFAULT_SHARDS
     from ..explore import scenario_ref
 
@@ -87,6 +89,10 @@ def _hunt_on_cluster(
                               f"of {_n(len(searches), 'search', 'searches')}", markup=False, highlight=False)
             for sharded in hunt.results():
                 t, variant = order[sharded.search]
+                # the shards shrank; the minimality proof of each finding runs here, its shards on the cluster
+                proof = prove_findings(sharded, t.scenario, client)
+                if console is not None and proof.costs:
+                    console.print(f"    minimality proof: {proof.describe()}", markup=False, highlight=False)
                 entry, failed = hunting._hunt_one(t, variant, args, budget, out_dir, console, None, kept,
                                                   result=sharded.result)
                 entries.append((position[(id(t), variant)], entry))

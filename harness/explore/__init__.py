@@ -20,6 +20,7 @@ from ._explore import describe_faults as describe_faults
 from ._explore import explore as explore
 from ._explore import make_strategy as make_strategy
 from ._explore import parse_faults as parse_faults
+from ._explore import prove_found as prove_found
 from ._explore import read_plan as read_plan
 from ._explore import run_plan as run_plan
 from ._scenarios import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP

@@ -111,6 +111,8 @@ class PlanReport:
     children: tuple[Plan, ...]
     #: the run itself, for the accepted plan only (the others are summed up in ``stats``)
     outcome: RunOutcome | None
+    #: the empty plan's only: every point of the canonical run (actions chosen, fault points, data choices)
+    points: frozenset[Ident] = frozenset()
 
 
 def run_plans(
@@ -152,7 +154,27 @@ def _report(chooser: PlanChooser, out: RunOutcome, job: RefereeJob) -> PlanRepor
         return PlanReport(plan, stats, False, False, 0, (), (), out)
     siblings, skipped = _siblings(plan, chooser, job.reduce)
     children = tuple(_children(plan, chooser)) if job.expand else ()
-    return PlanReport(plan, stats, False, False, skipped, tuple(siblings), children, None)
+    points = frozenset(_points(chooser)) if plan == () else frozenset()
+    return PlanReport(plan, stats, False, False, skipped, tuple(siblings), children, None, points)
+
+
+def _points(chooser: PlanChooser) -> Iterator[Ident]:
+    yield from (i for i, _n in chooser.decisions)
+    yield from (i for i, _k in chooser.fault_points)
+    yield from (i for i, _n in chooser.data_points)
+
+
+def likely_plans(level: list[Plan], canonical: frozenset[Ident]) -> list[Plan]:
+    """The plans of a level a two- or three-fault bug is likely among, in the referee's order: faults only,
+    one of them at a point the canonical run did not have (a fault the others brought about: the stale LIST
+    of the informer a crash restarted, the relist after a watch drop).
+
+    A function of the level and the canonical run alone, so the first failing plan among them is the same
+    whichever seed or strategy found the bug; they are few (the fault points of the runs of the plans of
+    faults one level down), where the level has every hold of every run besides.
+    """
+    return [p for p in level if p and all(isinstance(e, Fault) for e in p)
+            and any(isinstance(e, Fault) and e.at not in canonical for e in p)]
 
 
 def _siblings(plan: Plan, chooser: PlanChooser, reduce: bool) -> tuple[list[Plan], int]:
@@ -250,9 +272,14 @@ class _PlanSearch:
 
     def __init__(
         self, runner: _Runner, max_entries: int, target: Violation | None = None, reduce: bool = True,
-        phase: str = "exhaustive", faults: int | None = None,
+        phase: str = "exhaustive", faults: int | None = None, likely_first: bool = False,
     ) -> None:
         self.runner = runner
+        #: the last level (of two entries or more) runs its likely plans first (:func:`likely_plans`): a
+        #: proof that knows the levels below are clean meets the bug's representative without the whole level
+        self.likely_first = likely_first
+        #: the points of the canonical run (known once the empty plan ran)
+        self._canonical_points: frozenset[Ident] | None = None
         #: only plans with at most this many faults and ``max_entries - faults`` other entries (None: every
         #: plan); the plans kept are a subsequence of the referee's order, since a plan's extensions never
         #: have fewer entries of either sort
@@ -271,10 +298,12 @@ class _PlanSearch:
         #: plans run and plans known (run or queued) at ``level_reached``
         self.level_done = 0
         self.level_known = 1
-        #: plans queued for the next level, by fault count (each count's queue is cut at the runs left), and
-        #: whether any was left out for that reason
+        #: plans queued for the next level, by fault count (each count's queue is cut at the runs left)
         self._next_by_faults: dict[int, int] = {}
-        self._dropped_next = False
+        #: a plan of the next level was left out because the budget can never run it: that level cannot complete
+        self._next_cut = False
+        #: a level the proof did not start: (level, runs left), it has more plans than that (see :meth:`_run`)
+        self.beyond_budget: tuple[int, int] | None = None
 
     def run(self) -> None:
         """Run to the verdict, the budget or Ctrl-C; what was covered stays in the attributes."""
@@ -290,24 +319,38 @@ class _PlanSearch:
             self.level_reached, self.level_done, self.level_known = depth, 0, len(level)
             self._show()
             nxt: list[Plan] = []
-            partial = self._dropped_next  # this level's queue left plans out: running it all proves nothing
-            self._next_by_faults, self._dropped_next = {}, False
+            self._next_by_faults = {}
+            cut, self._next_cut = self._next_cut, False
+            if self.likely_first and depth >= 2 and self._canonical_points is not None and (
+                    depth == self.max_entries or cut):
+                likely = likely_plans(level, self._canonical_points)
+                if likely and self._level(likely, depth, seen, nxt):
+                    return
+                chosen = set(likely)
+                level = [p for p in level if p not in chosen]
+                if cut and depth < self.max_entries:
+                    # A level below the counterexample's that the budget can never complete: no proof can come
+                    # of running part of it, and its likely plans (the ones a smaller counterexample would be
+                    # among) ran; the proof stops here instead of spending its budget on a verdict it cannot
+                    # reach (a deep level is tens of thousands of plans: minutes).
+                    self.beyond_budget = (depth, self.runner.runs_left() or 0)
+                    return
             by_faults: dict[int, list[Plan]] = {}
             for p in level:
                 by_faults.setdefault(_fault_count(p), []).append(p)
             for f in sorted(by_faults):
                 if self._level(by_faults[f], depth, seen, nxt):
                     return
-            if partial:
+            if cut:  # this level's queue left plans out (the budget could never run them): running it all proves nothing
                 return
             self.complete_levels = depth
             level = nxt
-            if self._dropped_next:  # more plans than this budget can run: the next level is not empty, only cut
-                self.level_reached, self.level_done, self.level_known = depth + 1, 0, len(level) + 1
-                if not level:
-                    return
             if not level:
-                self.complete_levels = self.max_entries
+                # nothing more to run; but a next level whose every plan the budget left out is not empty
+                if not self._next_cut:
+                    self.complete_levels = self.max_entries
+                else:  # the next level has plans (one at least) and none will run
+                    self.level_reached, self.level_done, self.level_known = depth + 1, 0, 1
                 return
 
     def _level(self, queue: list[Plan], depth: int, seen: set[frozenset[Entry]], nxt: list[Plan]) -> bool:
@@ -350,6 +393,8 @@ class _PlanSearch:
             assert rep.outcome is not None
             self.found = (rep.outcome, rep.plan)
             return True
+        if rep.plan == () and self._canonical_points is None:
+            self._canonical_points = rep.points
         self.skipped += rep.skipped
         for sib in rep.siblings:
             key = frozenset(sib)
@@ -366,14 +411,14 @@ class _PlanSearch:
                 # The next level runs each fault count's plans in the order they are queued here, so a plan
                 # queued after the first `left` of its fault count can never run on this budget: it is not
                 # kept (the frontier of a deep proof would otherwise hold millions of plans, GBs of memory).
-                # The level is then known to be larger than what is queued: it can never read as complete.
                 f = _fault_count(child)
                 if self._next_by_faults.get(f, 0) >= left:
-                    self._dropped_next = True
+                    self._next_cut = True
                     continue
-                self._next_by_faults[f] = self._next_by_faults.get(f, 0) + 1
             seen.add(key)
             nxt.append(child)
+            if left is not None:
+                self._next_by_faults[f] = self._next_by_faults.get(f, 0) + 1
         self._show()
         return False
 
@@ -398,6 +443,9 @@ class _PlanSearch:
         done = "no level complete" if c < 0 else "level 0 complete" if c == 0 else f"levels 0-{c} complete"
         if c >= self.max_entries:
             return done
+        if self.beyond_budget is not None:
+            level, left = self.beyond_budget
+            return f"{done}; level {level} has more plans than the {left:,} runs left: only its likely plans ran"
         return (
             f"{done}; level {c + 1}: {self.level_done:,} of at least {self.level_known:,} "
             f"{_plural(self.level_known, 'plan')} run"

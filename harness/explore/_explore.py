@@ -11,9 +11,12 @@ writes, stale lists, ...: see ``faults``) and data choices (user operations).
 
 Strategies
 ----------
-``portfolio``   the default: random, PCT, Hypothesis and small plans (plans of
-                one or two entries drawn from the referee's tree) interleaved
-                within the budget; the result names the member that found it.
+``portfolio``   the default: random, PCT, Hypothesis, Sieve's three patterns
+                (stale, unobserved and intermediate state: plans aimed by the
+                canonical run's own writes and fault points) and small plans
+                (plans of one or two entries drawn from the referee's tree)
+                interleaved within the budget; the result names the member
+                that found it.
 ``random``      a random walk: uniform among released actions, deliveries late
                 inside their windows with a per-run probability, faults placed
                 uniformly over the run's fault points for a swarm subset of kinds.
@@ -69,6 +72,7 @@ from ..sim import (
 from ._counterexample import Counterexample, Scenario, scenario_ref
 from ._exhaustive import Plan, ShardRunner, _children, _dedup, _PlanSearch, _search_exhaustive, _siblings
 from ._hypothesis import _hypothesis_chunk, _Pools, _search_hypothesis
+from ._patterns import PATTERNS, Aim, pattern_choosers
 from ._runner import (
     MAX_FAULTS,
     RUNAWAY_KINDS,
@@ -138,11 +142,14 @@ class Exhaustive(Strategy):
 
 @dataclass(frozen=True)
 class Portfolio(Strategy):
-    """Random, PCT, Hypothesis and small plans in turns, within one budget.
+    """Random, PCT, Hypothesis, Sieve's patterns and small plans in turns, within one budget.
 
-    A round is ``chunk`` runs of random, ``chunk`` of PCT, and ``chunk`` shared
-    by Hypothesis and the small plans (half each), so the two walks that find
-    most races first keep the share they had before small plans joined.
+    A round is ``chunk`` runs of random, ``chunk`` of PCT, half a chunk of
+    Hypothesis, half a chunk of each pattern member whose candidates are not
+    spent (``harness/explore/_patterns.py``: a few dozen plans at most, so
+    they take turns in the first rounds only), and half a chunk of small
+    plans; once the patterns are spent, a round is what it was before they
+    joined, and the two walks that find most races first keep their share.
     """
 
     seed: int = 0
@@ -428,6 +435,9 @@ def _search_pct(runner: _Runner, strat: PCT) -> tuple[RunOutcome | None, float]:
 
 
 # --------------------------------------------------------------- shrinking
+#: what a counterexample says when it was shrunk but its minimality was left for later (``prove_minimal=False``)
+UNCHECKED = "minimality not checked"
+
 @dataclass
 class _Minimum:
     out: RunOutcome
@@ -563,7 +573,7 @@ def minimize(
         return _Minimum(out, plan, None, f"not proved minimal: a run of the {runner.runaway_in} ran away ("
                         f"{_runaway_words(runner.runaway)}); the counterexample stands", shrunk_at=shrunk_at)
     if not prove:
-        return _Minimum(out, plan, None, "minimality not checked", shrunk_at=shrunk_at)
+        return _Minimum(out, plan, None, UNCHECKED, shrunk_at=shrunk_at)
     target = out.violation
     assert target is not None
     k = len(plan)
@@ -603,7 +613,9 @@ def _proof_search(
 ) -> tuple[_Runner, _PlanSearch]:
     """The referee on a sub-runner of ``budget`` runs looking for ``target``; its runs count in ``runner``."""
     sub = runner.sub(budget, phase="minimality proof")
-    search = _PlanSearch(sub, k, target, phase="proof", faults=faults)
+    # the minimality proof (no fault restriction) tries the last level's likely plans first: its first failing
+    # plan is a function of the model alone, and it is met without running the whole level
+    search = _PlanSearch(sub, k, target, phase="proof", faults=faults, likely_first=faults is None)
     try:
         search.run()
     finally:
@@ -631,6 +643,34 @@ def _representative(runner: _Runner, out: RunOutcome, plan: tuple[Entry, ...], b
                         "referee's order)", shrunk_at=shrunk_at)
     return _Minimum(out, plan, True, f"proved minimal (not the first of {kinds}: that search was cut)",
                     shrunk_at=shrunk_at)
+
+
+def prove_found(
+    scenario: Scenario, cx: Counterexample, *, proof_budget: int = 5000, shard_runner: ShardRunner | None = None
+) -> tuple[Counterexample, int]:
+    """The minimality proof of a counterexample found and shrunk elsewhere, with its referee's shards on
+    ``shard_runner``; the proved counterexample and the runs the proof took.
+
+    ``hunt --cluster`` shrinks on the workers and proves here: a proof is
+    tens of thousands of runs in waves of shards, which one worker would run
+    alone, and shards that found the same bug would each prove it again. A
+    counterexample already judged (proved, cut, a runaway, a model error), or
+    one with no plan, is returned as it is; so is one whose plan no longer
+    fails the same way (it cannot be proved here).
+    """
+    if cx.plan is None or cx.proved_minimal is not None or cx.proof not in ("", UNCHECKED):
+        return cx, 0
+    runner = _Runner(scenario, dict(cx.params), cx.limits, Budget(runs=None), cx.faults)
+    runner.shard_runner = shard_runner
+    runner.runaway_in = "minimality proof"
+    out = runner.run(PlanChooser(cx.plan))
+    if not cx.violation.same_bug(out.violation):
+        return cx, runner.runs
+    best = minimize(runner, out, plan=cx.plan, proof_budget=proof_budget, shrink=False)
+    proved = Counterexample.from_outcome(cx.scenario, cx.params, best.out, strategy=cx.strategy, seed=cx.seed,
+                                         limits=cx.limits, plan=best.plan, faults=cx.faults)
+    proved.proved_minimal, proved.proof, proved.meta = best.proved, best.proof, dict(cx.meta)
+    return proved, runner.runs
 
 
 def _proof_budget(base: int, k: int) -> int:
@@ -912,13 +952,17 @@ def ran_away_cx(cx: Counterexample) -> bool:
 
 
 def _search_portfolio(runner: _Runner, strat: Portfolio) -> tuple[RunOutcome | None, str | None]:
-    """Random, PCT, Hypothesis and small plans in turns (see :class:`Portfolio`), sharing one budget.
+    """Random, PCT, Hypothesis, the patterns and small plans in turns (see :class:`Portfolio`), one budget.
 
     No single strategy's blind spot is the default's: the random walk finds
     deep interleavings cheaply, PCT finds few-step-ordering bugs with a
     guarantee, Hypothesis finds bugs that need one long postponement, and
-    the small plans find two rare things at once (a crash, then a stale
-    LIST) that a walk needs p squared to hit.
+    the pattern members and small plans find two rare things at once (a
+    crash, then a stale LIST) that a walk needs p squared to hit: the
+    patterns where the run's own writes point (an object re-created under
+    its name, a write between two of one reconcile), the small plans
+    anywhere in the referee's tree. A pattern member whose candidates are
+    spent draws small plans for the rest of its turn, and takes no turn after.
     """
     from ._hypothesis import _PlanRun  # a PlanChooser that notes windows (time holds)
 
@@ -926,14 +970,25 @@ def _search_portfolio(runner: _Runner, strat: Portfolio) -> tuple[RunOutcome | N
     rand = _random_choosers(runner, strat.seed)
     pct = _pct_choosers(runner, PCT(strat.seed ^ 0x9E37, 3), seen)
     small = _small_plan_choosers(runner, strat.seed)
+    aim = Aim()
+    patterns: dict[str, Iterator[PlanChooser] | None] = {m: pattern_choosers(m, aim, strat.seed) for m in PATTERNS}
     pools: _Pools | None = None
     hyp_round = 0
     while True:
-        for member in ("random", "pct", "hypothesis", "small plans"):
+        for member in ("random", "pct", "hypothesis", *patterns, "small plans"):
             if runner.exhausted():
                 return None, None
+            if member in patterns and patterns[member] is None:
+                continue  # its candidates are spent: its turn is the small plans' again
             turn = strat.chunk if member in ("random", "pct") else strat.chunk // 2
             cap = runner.runs + turn
+            if member in patterns:
+                found, spent, by_small = _pattern_turn(runner, patterns[member], small, cap)
+                if spent:
+                    patterns[member] = None
+                if found is not None:
+                    return found, "small plans" if by_small else member
+                continue
             if member == "hypothesis":
                 if pools is None:
                     base = _PlanRun()
@@ -953,6 +1008,32 @@ def _search_portfolio(runner: _Runner, strat: Portfolio) -> tuple[RunOutcome | N
                 found = runner.run_many(_take_until(it, functools.partial(_reached, runner, cap)))
             if found is not None:
                 return found, member
+
+
+def _pattern_turn(
+    runner: _Runner, member: Iterator[PlanChooser] | None, small: Iterator[PlanChooser], cap: int
+) -> tuple[RunOutcome | None, bool, bool]:
+    """One turn of a pattern member: its own plans, then (once they are spent) small plans to the turn's end.
+
+    Returns the failing run, if any; whether the member's candidates are spent; and whether the failing
+    run was a small plan's (drawn after they were).
+    """
+    spent = [member is None]
+
+    def draws() -> Iterator[PlanChooser]:
+        while runner.runs < cap:
+            if not spent[0]:
+                assert member is not None
+                nxt = next(member, None)
+                if nxt is not None:
+                    yield nxt
+                    continue
+                spent[0] = True
+            yield next(small)
+
+    # run_many stops at the first failing run, the last one drawn: it is a small plan's when the member was spent
+    found = runner.run_many(draws())
+    return found, spent[0], spent[0] and found is not None
 
 
 def _reached(runner: _Runner, cap: int) -> bool:
@@ -989,6 +1070,7 @@ __all__ = [
     "make_strategy",
     "minimize",
     "parse_faults",
+    "prove_found",
     "read_plan",
     "run_plan",
     "shrink_plan",

@@ -230,7 +230,8 @@ class APIServer:
             what = "created" if event_type == ADDED else (
                 "marked for deletion" if obj.deletion_timestamp is not None else "updated")
             self._world.note(f"{obj.ref} {what}, committed rv={obj.resource_version}", kind="write", key=obj.ref,
-                             event=event_type, rv=obj.resource_version, uid=obj.uid)
+                             event=event_type, rv=obj.resource_version, uid=obj.uid,
+                             deleting=obj.deletion_timestamp is not None, finalizers=list(obj.finalizers))
         self._store.setdefault(obj.kind, {})[obj.key] = obj
         self._emit(obj.kind, WatchEvent(event_type, obj))
         return obj

@@ -15,7 +15,10 @@ class Chooser(Protocol):
     :attr:`Option.ident` and call :meth:`schedule` at every step, even without a
     choice, so the chooser sees what ran) and ``wait_until`` (read after
     :meth:`schedule` returned "wait": the latest virtual time the chooser wants
-    to skip to; default: the next deadline).
+    to skip to; default: the next deadline). Two more for a search that aims
+    by what a run did: ``wants_notes`` (record the run's notes, as
+    ``run_once(notes=True)`` does) and ``seen(outcome)`` (called with the run's
+    outcome when it ends, in :func:`run_once` and :func:`run_batch` alike).
     """
 
     def schedule(self, options: Sequence[Option], now: float, can_wait: bool) -> int:

@@ -1400,6 +1400,15 @@ class World:
             self._wake_controller()
             return
 
+    def _tell(self) -> None:
+        """Record this run told: its notes, each step's footprint and program order (a story, a search member
+        that reads the run's notes). One place, so every way of running a world records the same."""
+        self._notes = []
+        self._footprints = {}
+        self._continues = {}
+        if self._fp is None:
+            self._fp = []
+
     # ------------------------------------------------------------- results
     def outcome(self) -> RunOutcome:
         self._flush_footprint(last=True)
@@ -1451,19 +1460,23 @@ def run_once(
     """
     world = World(chooser, limits=limits, params=params, observer=observer)
     world.fault_kinds = faults
-    if notes:
-        world._notes = []
-        world._footprints = {}
-        world._continues = {}
-        if world._fp is None:
-            world._fp = []
+    if notes or getattr(chooser, "wants_notes", False):
+        world._tell()
     try:
         trio.run(world._main, scenario, clock=VirtualClock(world), strict_exception_groups=True)
     except BaseExceptionGroup as group:
         raise _unwrap(group) from None
     if world._reraise is not None:
         raise world._reraise
-    return world.outcome()
+    return _shown(chooser, world.outcome())
+
+
+def _shown(chooser: Chooser, out: RunOutcome) -> RunOutcome:
+    """Hand the run to a chooser that asks to see what it decided (``seen(outcome)``: its trace, its notes)."""
+    seen = getattr(chooser, "seen", None)
+    if seen is not None:
+        seen(out)
+    return out
 
 
 def run_batch(
@@ -1489,12 +1502,14 @@ def run_batch(
         for chooser in choosers:
             world = World(chooser, limits=limits, params=params)
             world.fault_kinds = faults
+            if getattr(chooser, "wants_notes", False):  # a search member that reads the run's notes
+                world._tell()
             clock._world = world
             await world._main(scenario)
             clock._world = None
             if world._reraise is not None:
                 raise world._reraise
-            if not keep_going(world.outcome()):
+            if not keep_going(_shown(chooser, world.outcome())):
                 return
 
     try:

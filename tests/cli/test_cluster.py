@@ -99,6 +99,21 @@ def test_same_seed_same_findings_in_process_on_one_worker_and_on_two(
     assert (tmp_path / "two" / "index.html").is_file()
 
 
+def test_sampling_hunt_proves_its_finding_with_shards_on_the_cluster(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, two_workers: str
+) -> None:
+    """The shards of a random search shrink; the client proves the finding once, its referee's waves on the
+    cluster, to the canonical minimum the in-process hunt proves."""
+    args = ("hunt", TOY, "--variant", "buggy", "--seed", "7", "--budget", "120")
+    code, here, _ = run_main(capsys, *args, "--json", "--report-dir", str(tmp_path / "here"))
+    code2, text, _ = run_main(capsys, *args, "--report-dir", str(tmp_path / "two"), "--cluster", two_workers)
+    assert (code, code2) == (0, 0)
+    assert "minimality proof: referee on the cluster:" in text and "proved minimal" in text, text
+    [line] = json_lines(here)
+    trace = json.loads(next((tmp_path / "two").glob("*.json")).read_text())
+    assert trace["digest"] == line["digest"] and trace["proved_minimal"] is True
+
+
 def test_exhaustive_hunt_on_the_cluster_proves_with_the_in_process_plan_count(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, two_workers: str
 ) -> None:

@@ -56,3 +56,24 @@ def test_fixed_time_travel_is_clean_with_every_fault_kind() -> None:
     for seed in range(2):
         r = h.explore(scenario, seed=seed, faults="all", fixed=True)
         assert r.verdict == "none-found", r.outcome
+
+
+def test_canonical_minimum_same_digest_with_fast_proof() -> None:
+    """The two-fault minimum is proved without running level 2: its likely plans (faults only, one brought about
+    by another) come first, and their first failing plan is the one the referee's order restricted to two-fault
+    plans names (the canonical minimum before the likely plans came first: the digest did not move)."""
+    from harness.explore._exhaustive import _PlanSearch
+    from harness.explore._runner import Budget, _Runner
+
+    results = [_hunt(seed, prove=True) for seed in (0, 2)]
+    for r in results:
+        cx = r.counterexample
+        assert r.found and cx is not None and cx.proved_minimal is True and cx.proof == "proved minimal", r.outcome
+        assert r.proof_runs is not None and r.proof_runs < 2_000, r.proof_runs  # the whole level 2: over 10,000
+    assert len({r.counterexample.digest() for r in results if r.counterexample}) == 1
+    cx = results[0].counterexample
+    assert cx is not None
+    runner = _Runner(scenario, {}, h.Limits(), Budget(runs=None), None)
+    restricted = _PlanSearch(runner, 2, cx.violation, faults=2)
+    restricted.run()
+    assert restricted.found is not None and restricted.found[1] == cx.plan

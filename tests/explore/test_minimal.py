@@ -174,3 +174,17 @@ def test_an_identity_carries_no_hash_across_processes() -> None:
         out = subprocess.run([sys.executable, "-c", code], input=raw, capture_output=True, check=True,
                              env={**os.environ, "PYTHONHASHSEED": seed})
         assert out.stdout.decode().split() == ["True", "1", "True"]
+
+
+def test_a_proof_stops_at_a_level_its_budget_can_never_complete() -> None:
+    """#3375's residual has a 3-entry minimum; its level 2 is 87,134 plans (measured), far beyond the proof's
+    15,000 runs. The proof covers levels 0-1 (about 400 runs) and stops there, saying why, instead of running
+    part of a level that can give no verdict; the counterexample stands as shrunk."""
+    from races import REGISTRY
+
+    race = REGISTRY["volcano_deleted_jobs_3375_residual"]
+    r = h.explore(race.scenario, strategy="random", budget=race.budget, seed=0, fixed=False, **race.params)
+    cx = r.counterexample
+    assert r.found and cx is not None and cx.proved_minimal is None, r.outcome
+    assert "levels 0-1 complete; level 2 has more plans than the" in cx.proof, cx.proof
+    assert r.proof_runs is not None and r.proof_runs < 1_000, r.proof_runs

@@ -1,0 +1,288 @@
+"""Sieve's three patterns as search members, aimed by what the runs themselves did.
+
+Sieve (Sun et al., OSDI 2022) finds the bugs of Kubernetes operators by
+perturbing only where a controller's view can go wrong, and names three
+patterns of it. Our fault points are generic (every request may crash the
+process, every LIST may be served from a lagging cache, every watch event may
+be the one before which the watch drops), so a bug that needs two of them at
+once is one plan among thousands. Each member here reads a run (its notes: the
+writes the apiserver committed with their UIDs, deletion marks and finalizers;
+the work-queue hand-outs; and where each fault point fell) and draws only the
+plans its pattern points at:
+
+``stale state``
+    a restart after a write to an object whose kind has an older revision
+    where an object of the same name had another UID, a deletionTimestamp or
+    other finalizers; then, from the crash's own run, the stale LIST of that
+    kind at one of those revisions (the ``stale_read`` points of the
+    restarted informer's LIST). Sieve's "time travel".
+``unobserved state``
+    a watch drop just before the first of two events of one object (a create
+    and its delete, or two updates), so the gap until the relist covers both;
+    then the drop with the relist held as long as its window allows (a wider
+    gap).
+``intermediate state``
+    a crash between two writes of one reconcile (the same worker, no work-queue
+    hand-out between them): the restarted controller meets the first write
+    without the second.
+
+The first member to run takes the canonical run with notes (one run, shared).
+Candidates are ranked (a new UID before a deletion mark before other
+finalizers; a create and delete before two updates), ties in a seeded random
+order. A member whose candidates are spent falls back to the small plans for
+the rest of its turn (:func:`harness.explore._explore._search_portfolio`).
+No model is special: what a member draws is what the runs showed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..sim import Fault, Hold, Ident, Note, Option, PlanChooser, RunOutcome
+
+#: the members, in their turn order within a portfolio round
+PATTERNS = ("stale state", "unobserved state", "intermediate state")
+
+
+class Seen(PlanChooser):
+    """A plan's chooser that keeps its run (``seen``), where each fault point fell and, if asked, the notes."""
+
+    def __init__(self, plan: tuple[Any, ...] = (), *, notes: bool = False) -> None:
+        super().__init__(plan)
+        #: the world records the run's notes for this chooser (``harness.sim.run_batch``)
+        self.wants_notes = notes
+        self.outcome: RunOutcome | None = None
+        #: (fault point, kind, position): the point was passed during the step of ``ran[position - 1]``
+        self.fault_at: list[tuple[Ident, str, int]] = []
+
+    def fault(self, point: Option) -> bool:
+        fired = super().fault(point)
+        assert point.ident is not None
+        self.fault_at.append((point.ident, point.kind, len(self.ran)))
+        return fired
+
+    def seen(self, out: RunOutcome) -> None:
+        self.outcome = out
+
+
+@dataclass(frozen=True)
+class Write:
+    """One committed write as the apiserver noted it, at a position of the run (an index into ``ran``)."""
+
+    pos: int
+    actor: str
+    ref: str  # "Kind ns/name"
+    event: str  # ADDED, MODIFIED, DELETED
+    uid: str
+    deleting: bool
+    finalizers: tuple[str, ...]
+    #: the revision's name as a stale LIST's fault point says it ("MODIFIED default/rmq #2 (deleting)")
+    revision: str
+
+    @property
+    def kind(self) -> str:
+        return self.ref.partition(" ")[0]
+
+
+@dataclass
+class View:
+    """What one noted run shows a pattern member: its writes, its work-queue hand-outs, its fault points."""
+
+    writes: list[Write] = field(default_factory=list)
+    #: (position, actor) of every work-queue Get: a reconcile begins there
+    gets: list[tuple[int, str]] = field(default_factory=list)
+    faults: list[tuple[Ident, str, int]] = field(default_factory=list)
+    ran: set[Ident] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, chooser: Seen) -> View:
+        out = chooser.outcome
+        assert out is not None and out.trace.notes is not None
+        steps = [r.step for r in out.trace if r.kind in ("run", "timer")]  # one per action of ``ran``, in order
+        view = cls(faults=list(chooser.fault_at), ran=set(chooser.ran))
+        count: dict[tuple[str, str], int] = {}
+        for n in out.trace.notes:
+            pos = bisect.bisect_right(steps, n.step)  # the action whose step the note was made in, plus one
+            if n.kind == "write" and n.field("event") is not None and n.keys:
+                view.writes.append(_write(n, pos, count))
+            elif n.kind == "queue" and n.field("op") == "get":
+                view.gets.append((pos, n.actor))
+        return view
+
+
+def _write(n: Note, pos: int, count: dict[tuple[str, str], int]) -> Write:
+    """A write note as a :class:`Write`; its revision named as ``APIServer.stale_revisions`` names it."""
+    ref, event = n.keys[0], str(n.field("event"))
+    deleting = bool(n.field("deleting", False))
+    key = ref.partition(" ")[2]
+    c = count[(ref, event)] = count.get((ref, event), 0) + 1
+    name = f"{event} {key}" + (f" #{c}" if c > 1 else "") + (" (deleting)" if event != "DELETED" and deleting else "")
+    return Write(pos, n.actor, ref, event, str(n.field("uid", "")), deleting,
+                 tuple(n.field("finalizers", ()) or ()), name)
+
+
+def _differs(old: Write, now: Write) -> int:
+    """How far an older revision of an object is from its state now: another UID 4, deleting 2, finalizers 1."""
+    if old.event == "DELETED":
+        return 0
+    return 4 * (old.uid != now.uid) + 2 * old.deleting + (old.finalizers != now.finalizers)
+
+
+def stale_state(view: View) -> list[tuple[int, Ident, dict[tuple[str, str], int]]]:
+    """Restarts to try: (score, crash point, the revisions of its objects' kinds a stale LIST should show).
+
+    For each crash point, the writes before it whose object's kind has an older
+    revision where an object of the same name differed (another UID, a
+    deletionTimestamp, other finalizers) name the revisions a stale LIST of
+    that kind could be served at: the state the restarted controller must not
+    act on. Best first: the crash right after the write that changed most.
+    """
+    out: dict[Ident, tuple[int, dict[tuple[str, str], int]]] = {}
+    latest: dict[str, Write] = {}
+    history: dict[str, list[Write]] = {}
+    targets: dict[tuple[str, str], int] = {}  # (kind, revision name) -> how far from the object's state now
+    writes = iter(view.writes)
+    pending = next(writes, None)
+    for point, kind, pos in view.faults:
+        while pending is not None and pending.pos <= pos:
+            w = pending
+            latest[w.ref] = w
+            history.setdefault(w.ref, []).append(w)
+            if w.event != "DELETED":
+                for old in history[w.ref][:-1]:
+                    d = _differs(old, w)
+                    if d:
+                        at = (old.kind, old.revision)
+                        targets[at] = max(targets.get(at, 0), d)
+            pending = next(writes, None)
+        if kind != "crash" or not targets or point in out:
+            continue
+        out[point] = (max(targets.values()), dict(targets))
+    return [(score, point, t) for point, (score, t) in out.items()]
+
+
+def unobserved_state(view: View) -> list[tuple[int, Ident]]:
+    """Watch drops to try: (score, drop point) before the first of two events of one object.
+
+    A drop before the first event ends the watch; the reflector relists after
+    its backoff, and what came and went meanwhile (a create and its delete, an
+    update overwritten by the next) is never seen as events. Score: a create
+    and delete 2, two updates 1; the pair closest in the run first.
+    """
+    by_ref: dict[str, list[Write]] = {}
+    for w in view.writes:
+        by_ref.setdefault(w.ref, []).append(w)
+    firsts: dict[tuple[str, str], tuple[int, int]] = {}  # (ref, event label) -> (score, gap)
+    for ref, ws in by_ref.items():
+        for a, b in itertools.pairwise(ws):
+            score = 2 if (a.event, b.event) == ("ADDED", "DELETED") else 1 if b.event == "MODIFIED" else 0
+            if score:
+                label = f"before {a.event} {ref.partition(' ')[2]} "
+                best = firsts.get((ref, label))
+                cand = (score, -(b.pos - a.pos))
+                if best is None or cand > best:
+                    firsts[(ref, label)] = cand
+    out: list[tuple[int, Ident]] = []
+    seen: set[Ident] = set()
+    for point, kind, _pos in view.faults:
+        if kind != "watch_drop" or point in seen or point.n != 1:
+            continue
+        for (ref, label), (score, _gap) in firsts.items():
+            if point.key == ref and label in point.label:
+                seen.add(point)
+                out.append((score, point))
+                break
+    return out
+
+
+def intermediate_state(view: View) -> list[tuple[int, Ident]]:
+    """Crashes to try: (score, crash point) between two writes of one reconcile, by the actor that made them.
+
+    A reconcile is what a worker does between two work-queue hand-outs; a
+    crash point of that worker after its first write and before its next one
+    leaves the first done and the second never. Score: 1 for each (one pattern).
+    """
+    gets: dict[str, list[int]] = {}
+    for pos, actor in view.gets:
+        gets.setdefault(actor, []).append(pos)
+    mine: dict[str, list[Write]] = {}
+    for w in view.writes:
+        mine.setdefault(w.actor, []).append(w)
+    spans: list[tuple[str, int, int]] = []  # (actor, after the first write, up to the second)
+    for actor, ws in mine.items():
+        for a, b in itertools.pairwise(ws):
+            starts = gets.get(actor, [])
+            i = bisect.bisect_right(starts, a.pos)
+            if i < len(starts) and starts[i] <= b.pos:
+                continue  # another reconcile began between them
+            spans.append((actor, a.pos, b.pos))
+    out: list[tuple[int, Ident]] = []
+    for point, kind, pos in view.faults:
+        if kind == "crash" and any(point.actor == actor and lo <= pos <= hi for actor, lo, hi in spans):
+            out.append((1, point))
+    return out
+
+
+def _ranked(rng: random.Random, scored: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """Best score first, ties in a seeded random order."""
+    keyed = [(-s, rng.random(), i) for i, (s, *_rest) in enumerate(scored)]
+    return [scored[i] for _s, _r, i in sorted(keyed)]
+
+
+class Aim:
+    """The run the pattern members read first (the canonical run with notes), shared by the three."""
+
+    def __init__(self) -> None:
+        self.view: View | None = None
+
+    def analyse(self) -> Iterator[PlanChooser]:
+        """Yield the noted canonical run if no member has yet (then ``view`` is set)."""
+        if self.view is None:
+            chooser = Seen((), notes=True)
+            yield chooser
+            if self.view is None and chooser.outcome is not None:
+                self.view = View.of(chooser)
+
+
+def pattern_choosers(member: str, aim: Aim, seed: int) -> Iterator[PlanChooser]:
+    """The plans of one pattern member, best first; the iterator ends when its candidates are spent."""
+    rng = random.Random(seed * 0x2545F491 + PATTERNS.index(member) + 1)
+    yield from aim.analyse()
+    view = aim.view
+    if view is None:
+        return
+    if member == "stale state":
+        for _score, crash, targets in _ranked(rng, stale_state(view)):
+            first = Seen((Fault(crash),))
+            yield first
+            if first.inert:
+                continue
+            # the stale LISTs the crash brought about (the restarted informers' first LIST), at a revision it aims at
+            pairs = [(targets[(point.key or "", _revision(point) or "")], point) for point, kind, _pos in first.fault_at
+                     if kind == "stale_read" and (point.key, _revision(point)) in targets]
+            for _s, point in _ranked(rng, pairs):
+                yield PlanChooser((Fault(crash), Fault(point)))
+    elif member == "unobserved state":
+        for _score, drop in _ranked(rng, unobserved_state(view)):
+            first = Seen((Fault(drop),))
+            yield first
+            if first.inert:
+                continue
+            relists = [x for x in first.ran if x.actor == drop.actor and x.label == f"{drop.actor} list"
+                       and x not in view.ran]
+            for x in relists[:1]:  # the relist after the drop, held: the gap widens to its window's end
+                yield PlanChooser((Fault(drop), Hold(x, None)))
+    else:
+        for _score, crash in _ranked(rng, intermediate_state(view)):
+            yield PlanChooser((Fault(crash),))
+
+
+def _revision(point: Ident) -> str | None:
+    """The revision a ``stale_read`` point serves, by its event's name ("MODIFIED default/rmq #2 (deleting)")."""
+    _, sep, name = point.label.rpartition(" at the revision of ")
+    return name if sep else None
