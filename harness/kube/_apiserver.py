@@ -354,16 +354,7 @@ class APIServer:
         if resource_version == "0":
             stale = self.stale_revision(kind, f"list {kind} served by a lagging watch cache")
             if stale is not None:
-                self.listed_rv = stale[0]
-                if self._world.noting:
-                    self._world.note(f"LIST {kind} served by a lagging watch cache at rv={stale[0]} (the revision "
-                                     f"of {stale[1]}; the apiserver is at rv={self._rv})", kind="list", rv=stale[0],
-                                     stale=True)
-                return [
-                    o.deepcopy()
-                    for o in self.snapshot_at(kind, stale[0])
-                    if (namespace is None or o.namespace == namespace) and o.matches(selector)
-                ]
+                return self._list_stale(kind, namespace, selector, stale)
         return [o.deepcopy() for o in self._select(kind, namespace, selector)]
 
     def _list_stale(

@@ -54,7 +54,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
-from ._apiserver import ADDED, DELETED, MODIFIED, APIServer, WatchEvent
+from ._apiserver import ADDED, DELETED, MODIFIED, APIServer, WatchEvent, merge_patch
 from ._errors import ApiError, Gone, Invalid, NotFound
 from ._informer import DEFAULT_MAX_LAG, note_lost, watch_break
 from ._objects import KubeObject, OwnerReference, copy_json, object_ref
@@ -444,17 +444,9 @@ class Codec:
 
 
 # ------------------------------------------------------------------------------------------- patches
-def json_merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 (``evanphx/json-patch`` ``MergePatch``): objects merge, ``null`` deletes, anything else replaces."""
-    if not isinstance(patch, dict):
-        return copy_json(patch)
-    out: dict[str, Any] = copy_json(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = json_merge_patch(out.get(k), v)
-    return out
+#: RFC 7386 (``evanphx/json-patch`` ``MergePatch``): objects merge, ``null`` deletes, anything else replaces;
+#: the apiserver's own (``APIServer.patch`` applies it too), under the name this module's patch table uses
+json_merge_patch = merge_patch
 
 
 def _pointer(path: str) -> list[str]:
