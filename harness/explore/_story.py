@@ -145,15 +145,21 @@ def _read_from(writers: dict[str, list[tuple[int, int, int | None]]], a: Access,
     return best[0]
 
 
-def _slice(trace: Trace, records: Sequence[Record], seeds: Sequence[tuple[int, Sequence[Access]]],
-           seed_steps: Iterable[int], last: int) -> _Slice:
-    """Walk back from the seeds' reads over reads-from and program order (see the module docstring)."""
+def _owners(records: Sequence[Record]) -> dict[int, int]:
+    """Each step -> the step of the action (a run or a timer) it belongs to: notes inside an action are its own."""
     owner: dict[int, int] = {}
     cur = 0
     for r in records:
         if r.kind in ("run", "timer"):
             cur = r.step
         owner[r.step] = cur
+    return owner
+
+
+def _slice(trace: Trace, records: Sequence[Record], seeds: Sequence[tuple[int, Sequence[Access]]],
+           seed_steps: Iterable[int], last: int) -> _Slice:
+    """Walk back from the seeds' reads over reads-from and program order (see the module docstring)."""
+    owner = _owners(records)
     fps: dict[int, tuple[Access, ...]] = {}
     for step, acc in trace.footprints.items():
         if step > last:
@@ -285,12 +291,7 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
     notes = [n for n in trace.notes if n.step <= v.step]
     records = [r for r in presented(trace, notes, plan=cx.plan is not None) if r.step <= v.step]
     rec_of = {r.step: r for r in records}
-    owner: dict[int, int] = {}
-    cur = 0
-    for r in records:
-        if r.kind in ("run", "timer"):
-            cur = r.step
-        owner[r.step] = cur
+    owner = _owners(records)
     by_step: dict[int, list[Note]] = {}
     for n in notes:
         by_step.setdefault(owner.get(n.step, n.step), []).append(n)
