@@ -83,15 +83,33 @@ def batching_ratio(quick: bool) -> dict[str, Any]:
             "detail": f"{len(plans) / b:,.0f} plans/s batched, {len(plans) / o:,.0f} one each"}
 
 
-def _proof_seconds(scenario: Any, seed: int, **params: Any) -> tuple[Any, int, float]:
-    """A default hunt's counterexample, shrunk, then its minimality proof alone in process: (cx, runs, seconds)."""
+def _proof_seconds(
+    scenario: Any, seed: int, shards: InProcessShards | None = None, **params: Any
+) -> tuple[Any, int, float]:
+    """A default hunt's counterexample, shrunk, then its minimality proof alone in process: (cx, runs, seconds).
+
+    ``shards`` notes the proof's shards (wave, plans, seconds), for the simulated cluster rows.
+    """
     from harness.explore import prove_found
 
     found = h.explore(scenario, seed=seed, prove_minimal=False, **params)
     assert found.counterexample is not None, found.outcome
     t = time.perf_counter()
-    cx, runs = prove_found(scenario, found.counterexample)
+    cx, runs = prove_found(scenario, found.counterexample, shard_runner=shards)
     return cx, runs, time.perf_counter() - t
+
+
+def _on_paper(what: str, costs: list[tuple[int, int, float]], workers: tuple[int, ...]) -> list[dict[str, Any]]:
+    """Rows: the shards of one proof run in process, simulated on each count of ``workers``."""
+    total = sum(c[2] for c in costs)
+    rows = []
+    for w in workers:
+        wall = simulate(costs, w)
+        rows.append({"metric": f"{what}: simulated wall time on {w} workers (same shards), speed-up over one",
+                     "value": total / wall if wall else 1.0, "ratio": True, "target": "(on paper)", "ok": None,
+                     "detail": f"{len(costs):,} shards in {len({c[0] for c in costs})} waves, {total:.2f} s of runs; "
+                               f"{wall:.2f} s simulated"})
+    return rows
 
 
 def two_fault_proofs(quick: bool) -> list[dict[str, Any]]:
@@ -101,7 +119,8 @@ def two_fault_proofs(quick: bool) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     scenario = resolve_scenario("examples/rabbitmq_time_travel.py:scenario")
     seeds = (0, 1) if quick else (0, 1, 2, 3, 4)
-    got = [_proof_seconds(scenario, s) for s in seeds]
+    first = InProcessShards()
+    got = [_proof_seconds(scenario, s, first if s == seeds[0] else None) for s in seeds]
     digests = {cx.digest()[:12] for cx, _r, _s in got}
     worst = max(sec for _cx, _r, sec in got)
     rows.append({"metric": f"time-travel example: its 2-fault canonical minimum proved in process, seeds "
@@ -111,12 +130,15 @@ def two_fault_proofs(quick: bool) -> list[dict[str, Any]]:
                  "detail": f"digest {', '.join(sorted(digests))}; proof runs "
                            f"{', '.join(str(r) for _cx, r, _s in got)}; seconds "
                            f"{', '.join(f'{sec:.2f}' for _cx, _r, sec in got)}"})
+    rows += _on_paper(f"that proof (seed {seeds[0]}) on a cluster", first.costs, WORKERS[1:])
     race = _race("volcano_deleted_jobs_3375_residual")
-    cx, runs, sec = _proof_seconds(race.scenario, 0, strategy=race.strategy, budget=race.budget, fixed=False,
-                                   **race.params)
+    residual = InProcessShards()
+    cx, runs, sec = _proof_seconds(race.scenario, 0, residual, strategy=race.strategy, budget=race.budget,
+                                   fixed=False, **race.params)
     rows.append({"metric": "#3375's residual (3 entries): its minimality proof in process, default proof budget (s)",
                  "value": sec, "ratio": False, "target": "proved minimal, <= 60 s",
                  "ok": cx.proved_minimal is True and sec <= 60.0, "detail": f"{runs:,} runs; {cx.proof}"})
+    rows += _on_paper("#3375's residual's proof on a cluster", residual.costs, WORKERS[1:])
     return rows
 
 
