@@ -176,7 +176,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
     total = sum(seconds)
     for w in WORKERS:
         wall = simulate(costs, w)
-        row = {"metric": f"simulated wall time on {w} workers (same shards), speed-up over one",
+        row: dict[str, Any] = {"metric": f"simulated wall time on {w} workers (same shards), speed-up over one",
                "value": total / wall, "ratio": True, "target": "(on paper)", "ok": None,
                "detail": f"{wall:.1f} s simulated"}
         if w == 2:
