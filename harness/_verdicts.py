@@ -32,6 +32,11 @@ def raised(violation: Any) -> tuple[str, str, str] | None:
     return m["exc"], m["at"], m["msg"]
 
 
+def runaway_line(runaway: str) -> str:
+    """"runaway: ..." said once: a runaway's own words already begin with "runaway" or "livelock"."""
+    return runaway if runaway.startswith(("runaway", "livelock")) else f"runaway: {runaway}"
+
+
 def model_error(violation: Any) -> str | None:
     """"the scenario raised TypeError at model.py:57 in scenario: ..." when the failure is the model's own
     (see :func:`harness.explore._runner.model_error_of`: ``main`` raised or waited forever, an actor blocked

@@ -14,6 +14,7 @@ from typing import Any
 from .._errors import UsageError
 from .._interrupt import exit_status, sigint_requests_stop, stop_requested, stop_signal_name
 from .._terminal import printable
+from .._verdicts import runaway_line
 from ._common import PROG, _n, _one_line, _registered
 from ._targets import _label, _resolve_targets, _Target
 
@@ -261,7 +262,7 @@ def _hunt_one(
     runaway = result.verdict == "runaway"  # a runaway met after a counterexample was found leaves it standing
     broken = _model_error(result, t.params_by_variant[variant], expect) if cx is not None else None
     if runaway:  # its own finding: never the race, never as promised (exit 1)
-        broken = f"runaway: {result.runaway}"
+        broken = runaway_line(result.runaway or "")
     entry = ReportEntry(
         name=t.name,
         variant=variant,

@@ -100,7 +100,7 @@ def _parser() -> _Parser:
     )
     _add_param(h)
     h.add_argument("--strategy", default=None, help="portfolio, random, pct[:DEPTH], hypothesis, exhaustive[:K], "
-                   "canonical (default: per race)")
+                   "canonical (default: per race; portfolio for a scenario of yours)")
     h.add_argument("--seed", type=_seed, default=0, help="search seed, a whole number in [0, 2**64) (default 0)")
     h.add_argument(
         "--faults",
@@ -110,7 +110,8 @@ def _parser() -> _Parser:
         "crash,watch_drop; without it, each registered race's own choice (README's races table) "
         f"(kinds: {', '.join(FAULT_KINDS)})",
     )
-    h.add_argument("--budget", default=None, help="RUNS (e.g. 500) or SECONDSs (e.g. 30s); default: per race")
+    h.add_argument("--budget", default=None, help="RUNS (e.g. 500) or SECONDSs (e.g. 30s); default: per race; for a "
+                   "scenario of yours 1,000 runs (exhaustive: no cap, it runs to its verdict)")
     h.add_argument(
         "--plan", default=None, metavar="PLAN.json",
         help="run TARGET once under a hand-written plan (a JSON list of fault/hold/pick entries, or a trace file) "

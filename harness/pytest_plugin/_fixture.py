@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .._verdicts import runaway_line
 from ._settings import (
     _SETTINGS,
     _STATE,
@@ -117,7 +118,7 @@ class RaceFixture:
         if broken is not None:  # the scenario's own actor raised or waited forever: never the race
             pytest.fail(f"model error: {broken}\n\n{self._failure_text(result)}", pytrace=False)
         if result.verdict == "runaway":  # a run that never ends is never the expected violation
-            pytest.fail(f"runaway: {result.runaway}\n\n{self._failure_text(result)}", pytrace=False)
+            pytest.fail(f"{runaway_line(result.runaway or '')}\n\n{self._failure_text(result)}", pytrace=False)
         if expect == "clean" and result.counterexample is not None:
             from ..explore._scenarios import known_open_of
 
