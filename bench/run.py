@@ -144,7 +144,8 @@ def time_to_failure(settings: Settings) -> list[dict[str, Any]]:
 
 #: models that need two faults at once, hunted as a user hunts a model of their own: the default search
 #: (the portfolio) and its default budget; the held-out-like one was written from the docs alone
-TWO_FAULT_MODELS = ("examples/rabbitmq_time_travel.py:scenario", "examples/pxc_stale_state.py:scenario")
+TWO_FAULT_MODELS = ("examples/rabbitmq_time_travel.py:scenario", "examples/pxc_stale_state.py:scenario",
+                    "examples/cass_operator_412.py:scenario")
 
 
 def two_fault_ttf(settings: Settings) -> list[dict[str, Any]]:
