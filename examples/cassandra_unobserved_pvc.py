@@ -32,6 +32,17 @@ The pieces, each with its upstream semantics:
 No timing is placed: the watch drops, their relists, every informer's lag and the kubelet's exit are the
 search's. Oracle, the upstream symptom: at the end, no PVC remains whose pod is gone; and the scale-down
 ends (a fix that left ``ca-1`` terminating for ever would fail it).
+
+**One entry, not two**, in the referee's eyes. Pods are read, never watched, so the operator looks at
+``ca-1`` only when the StatefulSet changes; while ``ca-1`` terminates it changes twice at once (the sync
+that marks ``ca-1`` writes ``observedGeneration``, the next one drops it from ``currentReplicas``) and then
+only when ``ca-1`` is gone. Either a drop of the operator's pod watch before ``ca-1``'s deletion mark, or
+that event delivered 2 s late (its informer's lag window), puts both reconciles before the mark reaches
+the cache: the relist (or the late event) then shows ``ca-1`` terminating to nobody. The watch gap need
+not cover the delete. The proved canonical minimum is the late event; the unobserved-state member of the
+search finds it as the drop. The issue's own story (step 5: the delete arrives before the reconcile
+looks) is the same single late view. The kubelet's 3 s is not what makes it one entry: with any exit
+time the drop alone suffices (with 1-2 s, a held response or StatefulSet event does too).
 """
 
 from __future__ import annotations
