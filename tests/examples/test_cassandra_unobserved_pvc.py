@@ -101,7 +101,7 @@ def test_fixed_variant_survives_the_member_drop_at_its_own_deletion_mark() -> No
 @pytest.mark.parametrize("fixed", [False, True])
 def test_the_drop_by_hand(fixed: bool) -> None:
     """The one-entry plan of the docstring, written as a user writes it (guide, section 9)."""
-    drawn, view = _member(fixed=fixed)
+    _drawn, view = _member(fixed=fixed)
     n = _mark_occurrence(view)
     label = f"{INFORMER} watch drops before MODIFIED default/ca-1 is sent; relists after backoff"
     r = h.run_plan(scenario, [{"fault": [INFORMER, label, "Pod default/ca-1", n]}], fixed=fixed)
