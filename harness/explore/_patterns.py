@@ -18,9 +18,9 @@ plans its pattern points at:
     restarted informer's LIST). Sieve's "time travel".
 ``unobserved state``
     a watch drop just before the first of two events of one object (a create
-    and its delete, or two updates), so the gap until the relist covers both;
-    then the drop with the relist held as long as its window allows (a wider
-    gap).
+    and its delete, a deletion mark and the delete, or two updates), so the gap
+    until the relist covers both; then the drop with the relist held as long as
+    its window allows (a wider gap).
 ``intermediate state``
     a crash between two writes of one reconcile (the same worker, no work-queue
     hand-out between them): the restarted controller meets the first write
@@ -28,8 +28,8 @@ plans its pattern points at:
 
 The first member to run takes the canonical run with notes (one run, shared).
 Candidates are ranked (a new UID before a deletion mark before other
-finalizers; a create and delete before two updates), ties in a seeded random
-order. A member whose candidates are spent falls back to the small plans for
+finalizers; a create or a deletion mark, then the delete, before two updates),
+ties in a seeded random order. A member whose candidates are spent falls back to the small plans for
 the rest of its turn (:func:`harness.explore._explore._search_portfolio`).
 No model is special: what a member draws is what the runs showed.
 """
@@ -170,34 +170,46 @@ def unobserved_state(view: View) -> list[tuple[int, Ident]]:
     """Watch drops to try: (score, drop point) before the first of two events of one object.
 
     A drop before the first event ends the watch; the reflector relists after
-    its backoff, and what came and went meanwhile (a create and its delete, an
-    update overwritten by the next) is never seen as events. Score: a create
-    and delete 2, two updates 1; the pair closest in the run first.
+    its backoff, and what came and went meanwhile (a create and its delete, a
+    deletionTimestamp and the delete, an update overwritten by the next) is
+    never seen as events. Score: a create or a deletion mark followed by the
+    delete 2 (Sieve's most common unobserved state: a controller that acts on
+    what it finds terminating never finds it), two updates 1. The drop aimed at
+    is the one before that very event: the n-th point of its label is the n-th
+    such event of the object (an object updated twice before it is marked for
+    deletion gets the drop before its third update, not its first).
     """
-    by_ref: dict[str, list[Write]] = {}
-    for w in view.writes:
-        by_ref.setdefault(w.ref, []).append(w)
-    firsts: dict[tuple[str, str], tuple[int, int]] = {}  # (ref, event label) -> (score, gap)
-    for ref, ws in by_ref.items():
-        for a, b in itertools.pairwise(ws):
-            score = 2 if (a.event, b.event) == ("ADDED", "DELETED") else 1 if b.event == "MODIFIED" else 0
+    aimed: dict[tuple[str, str, int], int] = {}  # (ref, event label, its occurrence) -> score
+    for ref, ws in _by_ref(view.writes).items():
+        nth: dict[str, int] = {}
+        occurrence = []
+        for w in ws:
+            nth[w.event] = nth.get(w.event, 0) + 1
+            occurrence.append(nth[w.event])
+        for i, (a, b) in enumerate(itertools.pairwise(ws)):
+            gone = b.event == "DELETED" and (a.event == "ADDED" or a.deleting)
+            score = 2 if gone else 1 if b.event == "MODIFIED" else 0
             if score:
-                label = f"before {a.event} {ref.partition(' ')[2]} "
-                best = firsts.get((ref, label))
-                cand = (score, -(b.pos - a.pos))
-                if best is None or cand > best:
-                    firsts[(ref, label)] = cand
+                aimed[(ref, f"before {a.event} {ref.partition(' ')[2]} ", occurrence[i])] = score
     out: list[tuple[int, Ident]] = []
     seen: set[Ident] = set()
     for point, kind, _pos in view.faults:
-        if kind != "watch_drop" or point in seen or point.n != 1:
+        if kind != "watch_drop" or point in seen:
             continue
-        for (ref, label), (score, _gap) in firsts.items():
-            if point.key == ref and label in point.label:
+        for (ref, label, n), score in aimed.items():
+            if point.key == ref and point.n == n and label in point.label:
                 seen.add(point)
                 out.append((score, point))
                 break
     return out
+
+
+def _by_ref(writes: list[Write]) -> dict[str, list[Write]]:
+    """The writes of each object, in run order."""
+    by_ref: dict[str, list[Write]] = {}
+    for w in writes:
+        by_ref.setdefault(w.ref, []).append(w)
+    return by_ref
 
 
 def intermediate_state(view: View) -> list[tuple[int, Ident]]:
