@@ -15,8 +15,7 @@ from ._targets import _label, _resolve_targets
 def _live(args: argparse.Namespace) -> int:
     """Uncontrolled re-runs: what a user without the harness sees; exit codes as 'hunt'."""
     from .._verdicts import model_error
-    from ..explore._runner import RUNAWAY_KINDS
-    from ..sim import repeat_live
+    from ..sim import RUNAWAY_KINDS, repeat_live
 
     if args.runs < 1 or args.time_scale <= 0 or not 0 <= args.jitter < 1 or args.timeout <= 0:
         raise UsageError("use --runs >= 1, --time-scale > 0, 0 <= --jitter < 1 and --timeout > 0")

@@ -51,6 +51,7 @@ from .._errors import UsageError
 from .._options import STRATEGY_FORMS as _STRATEGY_FORMS
 from .._options import parse_fault_spec, parse_strategy
 from ..sim import (
+    RUNAWAY_KINDS,
     VERDICTS,
     ConvertingChooser,
     Entry,
@@ -75,7 +76,6 @@ from ._hypothesis import _hypothesis_chunk, _Pools, _search_hypothesis
 from ._patterns import PATTERNS, Aim, pattern_choosers
 from ._runner import (
     MAX_FAULTS,
-    RUNAWAY_KINDS,
     Budget,
     LevelProgress,
     _failed,

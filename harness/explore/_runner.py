@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from .._interrupt import stop_requested
 from .._options import FAULT_KINDS, FAULT_POINTS_COME_FROM, parse_budget
-from ..sim import Limits, RunOutcome, Violation, run_batch, run_once
+from ..sim import RUNAWAY_KINDS, Limits, RunOutcome, Violation, run_batch, run_once
 from ._counterexample import Scenario
 
 #: the wall clock a seconds budget is measured on; a test injects a clock that moves per call instead, so
@@ -242,10 +242,6 @@ class _Runner:
             return []
         asked = FAULT_KINDS if "*" in self.faults else tuple(k for k in FAULT_KINDS if k in self.faults)
         return [f"{k}: {FAULT_POINTS_COME_FROM[k]}" for k in asked if k not in self.fault_kinds_seen]
-
-
-#: verdicts that say the run never ended, not that the model's oracle broke
-RUNAWAY_KINDS = frozenset({"runaway", "livelock"})
 
 
 def ran_away(out: RunOutcome) -> bool:

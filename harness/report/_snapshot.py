@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..explore import Counterexample
-from ..sim import Record, World
+from ..sim import RUNAWAY_KINDS, Record, World
 
 APISERVER = "apiserver"
 #: ``Change.where`` of a change in an exposed view of the model's memory
@@ -308,6 +308,9 @@ def capture_states(cx: Counterexample) -> StateLog:
     When the scenario cannot be imported or the replay takes another path, the
     log says why (``available=False``) and the report renders without state.
     """
+    if cx.violation.kind in RUNAWAY_KINDS:
+        return StateLog(available=False, note=f"object state unavailable: a {cx.violation.kind} is not re-run "
+                        f"for its page ({cx.steps:,} steps again); `python -m harness replay TRACE` re-runs it")
     obs = _Observer()
     try:
         out = cx.replay(check=False, observer=obs)

@@ -9,6 +9,7 @@ from ._choosers import PCTChooser as PCTChooser
 from ._choosers import PlanChooser as PlanChooser
 from ._choosers import RandomChooser as RandomChooser
 from ._choosers import ReplayChooser as ReplayChooser
+from ._outcome import RUNAWAY_KINDS as RUNAWAY_KINDS
 from ._outcome import VERDICTS as VERDICTS
 from ._outcome import Limits as Limits
 from ._outcome import RunOutcome as RunOutcome
@@ -39,7 +40,8 @@ from ._world import run_batch as run_batch
 from ._world import run_once as run_once
 
 __all__ = [
-    "FORMAT_VERSION", "Access", "Note", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option", "PCTChooser", "Queue",
+    "FORMAT_VERSION", "Access", "Note", "RUNAWAY_KINDS", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option",
+    "PCTChooser", "Queue",
     "RandomChooser", "Record", "ReplayChooser", "RunOutcome", "TimerHandle", "Trace", "Violation", "World",
     "run_batch", "run_once", "LiveRepeat", "RealClock", "repeat_live", "run_live",
     "ConvertingChooser", "FaultPlacement", "PlanChooser", "Entry", "Fault", "Hold", "Ident", "Pick",

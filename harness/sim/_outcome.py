@@ -72,6 +72,9 @@ VERDICTS: dict[str, str] = {
     "interrupted": "interrupted",
 }
 
+#: verdicts that say the run never ended, not that the model's oracle broke
+RUNAWAY_KINDS = frozenset({"runaway", "livelock"})
+
 
 @dataclass
 class RunOutcome:

@@ -334,3 +334,28 @@ def test_violation_without_a_record_still_renders(tmp_path: Path) -> None:
     v = Violation("deadlock", "deadlock", "every actor waits", 99, 1.0, None)
     cx = Counterexample("tests.report.scenarios:long_run", {}, [], Trace([Record(1, 0.0, "a", "start a")]), v)
     assert "Detected at step 99" in page_of(cx, tmp_path).body
+
+
+def test_a_runaway_page_is_not_replayed_for_object_state(tmp_path: Path) -> None:
+    """A runaway's page does not re-run its steps to snapshot objects (a third run of 200,000 steps, for a page
+    that shows its first turns), and says so."""
+    import harness as h
+    from harness.kube import APIServer, KubeObject
+    from harness.report import capture_states
+    from harness.sim import Limits
+
+    @h.scenario
+    async def spins(world: h.World) -> None:
+        api = APIServer(world)
+        await api.create(KubeObject("ConfigMap", "ns", "a"))
+        while api.peek("ConfigMap", "ns", "b") is None:
+            await world.sleep(0.1, "user waits until b exists")
+
+    result = explore(spins, strategy="canonical", limits=Limits(max_steps=2_000))
+    assert result.verdict == "runaway"
+    cx = result.counterexample
+    assert cx is not None and cx.violation.kind == "runaway"
+    log = capture_states(cx)
+    assert not log.available and "not re-run" in log.note and "runaway" in log.note
+    page = render_counterexample_html(cx, title="spins")
+    assert "a runaway is not re-run for its page" in page
