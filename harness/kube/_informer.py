@@ -985,8 +985,13 @@ class Informer:
         world = self._world
         said = f"lister {self.kind} {key}: " + ("absent" if obj is None else f"rv={obj.resource_version}")
         missed = self._missed(key, obj) if world.noting else None
+        if world.noting and obj is not None and obj.deletion_timestamp is not None:
+            said += " (deleting)"  # what a reconcile branches on first; the story shows it where it was read
         if missed is not None:
-            said += f" (the apiserver has rv={missed.resource_version})"
+            # a cached object of the same name that is another object (deleted and re-created meanwhile)
+            other = f", another object: {obj.uid} cached, {missed.uid} live" if obj is not None and \
+                missed.uid != obj.uid else ""
+            said += f" (the apiserver has rv={missed.resource_version}{other})"
         world.touch(self._cache + key, said=said)
         if missed is not None:  # the commit the cache does not show yet: a story names the write it did not see
             world.touch(missed.ref, said=f"{missed.key} rv={missed.resource_version} not yet in the cache",
