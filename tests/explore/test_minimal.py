@@ -188,3 +188,15 @@ def test_a_proof_stops_at_a_level_its_budget_can_never_complete() -> None:
     assert r.found and cx is not None and cx.proved_minimal is None, r.outcome
     assert "levels 0-1 complete; level 2 has more plans than the" in cx.proof, cx.proof
     assert r.proof_runs is not None and r.proof_runs < 1_000, r.proof_runs
+
+
+def test_a_bug_found_at_the_last_run_of_the_budget_is_shrunk_all_the_same() -> None:
+    """The shrinker has its own runs, not what the search left: a find at run 845 of 1,000 kept a 38-entry plan
+    (and a proof that ran for minutes) when the shrinker had only the search's last 155 runs."""
+    raw = h.explore(stale_owner, strategy="random", budget=2000, seed=0, prove_minimal=False, shrink_found=False)
+    cx = raw.counterexample
+    assert cx is not None and cx.plan is not None and len(cx.plan) >= 5 and raw.first_found_run is not None
+    # found at its last run; no proof, which would otherwise hide a shrink cut short (it finds a 1-entry minimum)
+    late = h.explore(stale_owner, strategy="random", budget=raw.first_found_run, seed=0, prove_minimal=False)
+    assert late.found and late.first_found_run == raw.first_found_run
+    assert late.counterexample is not None and late.counterexample.deviations == 1, late.counterexample.plan
