@@ -105,25 +105,20 @@ class View:
         assert out is not None and out.trace.notes is not None
         steps = [r.step for r in out.trace if r.kind in ("run", "timer")]  # one per action of ``ran``, in order
         view = cls(faults=list(chooser.fault_at), ran=set(chooser.ran))
-        count: dict[tuple[str, str], int] = {}
         for n in out.trace.notes:
             pos = bisect.bisect_right(steps, n.step)  # the action whose step the note was made in, plus one
             if n.kind == "write" and n.field("event") is not None and n.keys:
-                view.writes.append(_write(n, pos, count))
+                view.writes.append(_write(n, pos))
             elif n.kind == "queue" and n.field("op") == "get":
                 view.gets.append((pos, n.actor))
         return view
 
 
-def _write(n: Note, pos: int, count: dict[tuple[str, str], int]) -> Write:
-    """A write note as a :class:`Write`; its revision named as ``APIServer.stale_revisions`` names it."""
-    ref, event = n.keys[0], str(n.field("event"))
-    deleting = bool(n.field("deleting", False))
-    key = ref.partition(" ")[2]
-    c = count[(ref, event)] = count.get((ref, event), 0) + 1
-    name = f"{event} {key}" + (f" #{c}" if c > 1 else "") + (" (deleting)" if event != "DELETED" and deleting else "")
-    return Write(pos, n.actor, ref, event, str(n.field("uid", "")), deleting,
-                 tuple(n.field("finalizers", ()) or ()), name)
+def _write(n: Note, pos: int) -> Write:
+    """A write note as a :class:`Write`, with its revision's name as the apiserver's note gives it."""
+    return Write(pos, n.actor, n.keys[0], str(n.field("event")), str(n.field("uid", "")),
+                 bool(n.field("deleting", False)), tuple(n.field("finalizers", ()) or ()),
+                 str(n.field("revision", "")))
 
 
 def _differs(old: Write, now: Write) -> int:

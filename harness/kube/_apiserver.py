@@ -144,6 +144,8 @@ class APIServer:
         self.stale_window = stale_window
         #: every committed event with its revision time, oldest first (the watch cache's history)
         self._log: builtins.list[tuple[float, WatchEvent]] = []  # builtins: the class has a list() method
+        #: (object, event type) -> events so far, counted in told runs for the revision names of write notes
+        self._noted_counts: dict[tuple[str, str], int] = {}
         #: revisions at or below this one are compacted: a watch from them gets 410 Gone
         self.compacted_rv = 0
         self._default_grace = default_pod_grace
@@ -221,6 +223,13 @@ class APIServer:
             if rv <= self._rv:
                 fresh.set()
 
+    def _revision_noted(self, obj: KubeObject, event_type: str) -> str:
+        """The name :meth:`stale_revisions` gives this revision, for the write's note (told runs only: a run is
+        told or not from its start, so the counts are those of the whole log)."""
+        counts = self._noted_counts
+        n = counts[(obj.ref, event_type)] = counts.get((obj.ref, event_type), 0) + 1
+        return revision_name(event_type, obj, n)
+
     def _commit(self, obj: KubeObject, event_type: str) -> KubeObject:
         """Store ``obj`` (owned by the server from now on) under a new revision and fan it out."""
         self._rv += 1
@@ -231,7 +240,8 @@ class APIServer:
                 "marked for deletion" if obj.deletion_timestamp is not None else "updated")
             self._world.note(f"{obj.ref} {what}, committed rv={obj.resource_version}", kind="write", key=obj.ref,
                              event=event_type, rv=obj.resource_version, uid=obj.uid,
-                             deleting=obj.deletion_timestamp is not None, finalizers=list(obj.finalizers))
+                             deleting=obj.deletion_timestamp is not None, finalizers=list(obj.finalizers),
+                             revision=self._revision_noted(obj, event_type))
         self._store.setdefault(obj.kind, {})[obj.key] = obj
         self._emit(obj.kind, WatchEvent(event_type, obj))
         return obj
@@ -243,7 +253,8 @@ class APIServer:
         self._touch_write(obj, DELETED)
         if self._world.noting:
             self._world.note(f"{obj.ref} deleted, committed rv={obj.resource_version}", kind="write", key=obj.ref,
-                             event=DELETED, rv=obj.resource_version, uid=obj.uid)
+                             event=DELETED, rv=obj.resource_version, uid=obj.uid,
+                             revision=self._revision_noted(obj, DELETED))
         del self._store[obj.kind][obj.key]
         self._awaiting_kubelet.pop(obj.uid, None)
         self._emit(obj.kind, WatchEvent(DELETED, obj))
@@ -913,8 +924,7 @@ class APIServer:
             if obj.kind != kind:
                 continue
             n = seen[(obj.key, ev.type)] = seen.get((obj.key, ev.type), 0) + 1
-            name = f"{ev.type} {obj.key}" + (f" #{n}" if n > 1 else "") + (
-                " (deleting)" if ev.type != DELETED and obj.deletion_timestamp is not None else "")
+            name = revision_name(ev.type, obj, n)
             if when <= since:
                 base = (obj.resource_version, name)
             else:
@@ -942,6 +952,13 @@ class APIServer:
             if self._world.fault("stale_read", f"{label} at the revision of {name}", key=kind, default=self._stale):
                 return rv, name, until
         return None
+
+
+def revision_name(event_type: str, obj: KubeObject, n: int) -> str:
+    """A revision named by the event that made it, as a plan names it ("MODIFIED default/rmq #2 (deleting)"):
+    the ``n``-th event of that type for the object, never its number (numbers shift when a plan entry goes)."""
+    return f"{event_type} {obj.key}" + (f" #{n}" if n > 1 else "") + (
+        " (deleting)" if event_type != DELETED and obj.deletion_timestamp is not None else "")
 
 
 def deletion_finalizers(finalizers: list[str], propagation: str | None) -> list[str]:
