@@ -15,7 +15,10 @@ plans its pattern points at:
     where an object of the same name had another UID, a deletionTimestamp or
     other finalizers; then, from the crash's own run, the stale LIST of that
     kind at one of those revisions (the ``stale_read`` points of the
-    restarted informer's LIST). Sieve's "time travel".
+    restarted informer's LIST). Sieve's "time travel". Once those are
+    spent, a restart *before* a write that makes an older revision stale
+    (the object is re-created while the controller restarts, and the
+    restarted LIST shows the old one: :func:`stale_state_ahead`).
 ``unobserved state``
     a watch drop just before the first of two events of one object (a create
     and its delete, a deletion mark and the delete, or two updates), so the gap
@@ -161,6 +164,43 @@ def stale_state(view: View) -> list[tuple[int, Ident, dict[tuple[str, str], int]
     return [(score, point, t) for point, (score, t) in out.items()]
 
 
+def stale_state_ahead(view: View) -> list[tuple[int, Ident, dict[tuple[str, str], int]]]:
+    """Restarts to try after :func:`stale_state`'s: a crash *before* the write that makes an older revision stale.
+
+    The restarted controller lists while the run goes on, so the object of the
+    same name may be re-created (or unmarked) between the crash and the
+    controller's first reconcile: its stale LIST then shows the old revision
+    as the present (instaclustr/cassandra-operator#407: a crash before the
+    scale-up, the re-created pod's PVC deleted on the old pod's deletion mark).
+    A crash point qualifies when a revision written before it differs from a
+    write of the same object made after it; best first: the revision that
+    differs most, then the crash closest before that later write (the LIST
+    after the restart must still reach back to the old revision).
+    """
+    by_ref = _by_ref(view.writes)
+    out: list[tuple[int, Ident, dict[tuple[str, str], int]]] = []
+    seen: set[Ident] = set()
+    for point, kind, pos in view.faults:
+        if kind != "crash" or point in seen:
+            continue
+        targets: dict[tuple[str, str], int] = {}
+        nearest = len(view.ran) + 1
+        for ws in by_ref.values():
+            later = [w for w in ws if w.pos > pos and w.event != "DELETED"]
+            for old in (w for w in ws if w.pos <= pos):
+                for w in later:
+                    d = _differs(old, w)
+                    if d:
+                        at = (old.kind, old.revision)
+                        targets[at] = max(targets.get(at, 0), d)
+                        nearest = min(nearest, w.pos - pos)
+        if targets:
+            seen.add(point)
+            # the score orders by the difference first, then by how close the crash is to the later write
+            out.append((max(targets.values()) * 100_000 - min(nearest, 99_999), point, targets))
+    return out
+
+
 def unobserved_state(view: View) -> list[tuple[int, Ident]]:
     """Watch drops to try: (score, drop point) before the first of two events of one object.
 
@@ -264,16 +304,28 @@ def pattern_choosers(member: str, aim: Aim, seed: int) -> Iterator[PlanChooser]:
     if view is None:
         return
     if member == "stale state":
-        for _score, crash, targets in _ranked(rng, stale_state(view)):
-            first = Seen((Fault(crash),))
-            yield first
-            if first.inert:
-                continue
-            # the stale LISTs the crash brought about (the restarted informers' first LIST), at a revision it aims at
-            pairs = [(targets[(point.key or "", _revision(point) or "")], point) for point, kind, _pos in first.fault_at
-                     if kind == "stale_read" and (point.key, _revision(point)) in targets]
-            for _s, point in _ranked(rng, pairs):
-                yield PlanChooser((Fault(crash), Fault(point)))
+        restarted: dict[Ident, Seen] = {}
+        tried: set[tuple[Ident, Ident]] = set()
+        # the restarts after a write first (Sieve's time travel), then the ones before a later write, each with
+        # its own draw of ties (the first tier's order does not depend on whether the second has candidates)
+        ahead = random.Random(seed * 0x2545F491 + len(PATTERNS) + 1)
+        for tier, draw in ((stale_state(view), rng), (stale_state_ahead(view), ahead)):
+            for _score, crash, targets in _ranked(draw, tier):
+                first = restarted.get(crash)
+                if first is None:
+                    first = restarted[crash] = Seen((Fault(crash),))
+                    yield first
+                if first.inert:
+                    continue
+                # the stale LISTs the crash brought about (the restarted informers' first LIST), at a revision
+                # it aims at
+                pairs = [(targets[(point.key or "", _revision(point) or "")], point)
+                         for point, kind, _pos in first.fault_at
+                         if kind == "stale_read" and (point.key, _revision(point)) in targets
+                         and (crash, point) not in tried]
+                for _s, point in _ranked(draw, pairs):
+                    tried.add((crash, point))
+                    yield PlanChooser((Fault(crash), Fault(point)))
     elif member == "unobserved state":
         for _score, drop in _ranked(rng, unobserved_state(view)):
             first = Seen((Fault(drop),))

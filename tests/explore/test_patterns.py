@@ -56,6 +56,23 @@ def test_stale_state_member_targets_identity_changes() -> None:
     assert failing and all(len(p) == 2 for p in failing), failing
 
 
+def test_stale_state_member_also_restarts_before_the_write_that_makes_a_revision_stale() -> None:
+    """cassandra-operator#407: the crash comes *before* the re-creation of the pod; the restarted controller's LIST
+    shows the old pod terminating while the new one is live. The member reaches it only through its second tier
+    (a crash point followed later in the run by a write that differs from a revision before it)."""
+    drawn, view = _member("examples/cassandra_stale_pod_pvc.py:scenario", "stale state")
+    ca1 = [w for w in view.writes if w.ref == "Pod default/ca-1"]
+    recreated = next(w for w in ca1 if w.uid != ca1[0].uid and w.event == "ADDED")
+    failing = [c.plan for c, out in drawn if _failed(out)]
+    assert failing, [c.plan for c, _ in drawn]
+    assert all(isinstance(e, Fault) for e in failing[0]), failing[0]
+    [crash] = [e for e in failing[0] if "crashes before" in e.at.label]
+    [stale] = [e for e in failing[0] if "lagging watch cache" in e.at.label]
+    at = next(pos for point, kind, pos in view.faults if point == crash.at and kind == "crash")
+    assert at < recreated.pos, (at, recreated.pos)  # before the write, not after it: the first tier never tries it
+    assert "lagging watch cache at the revision of MODIFIED default/ca-1 (deleting)" in stale.at.label, stale
+
+
 def test_stale_state_member_has_nothing_without_identity_changes() -> None:
     """No object changed identity, deletion mark or finalizers: the member draws nothing after its one analysis."""
     drawn, view = _member("examples/sieve_intermediate_state.py:scenario", "stale state")
