@@ -18,7 +18,10 @@ plans its pattern points at:
     restarted informer's LIST). Sieve's "time travel". Once those are
     spent, a restart *before* a write that makes an older revision stale
     (the object is re-created while the controller restarts, and the
-    restarted LIST shows the old one: :func:`stale_state_ahead`).
+    restarted LIST shows the old one: :func:`stale_state_ahead`); then both
+    again for an older revision of the same object that asked for another
+    desired state (its spec: replicas, a volume's size), which a restarted
+    controller acts to undo (:func:`stale_desired`).
 ``unobserved state``
     a watch drop just before the first of two events of one object (a create
     and its delete, a deletion mark and the delete, or two updates), so the gap
@@ -31,7 +34,7 @@ plans its pattern points at:
 
 The first member to run takes the canonical run with notes (one run, shared).
 Candidates are ranked (a new UID before a deletion mark before other
-finalizers; a create or a deletion mark, then the delete, before two updates),
+finalizers, and all of these before another spec; a create or a deletion mark, then the delete, before two updates),
 ties in a seeded random order. A member whose candidates are spent falls back to the small plans for
 the rest of its turn (:func:`harness.explore._explore._search_portfolio`).
 No model is special: what a member draws is what the runs showed.
@@ -42,7 +45,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +89,8 @@ class Write:
     finalizers: tuple[str, ...]
     #: the revision's name as a stale LIST's fault point says it ("MODIFIED default/rmq #2 (deleting)")
     revision: str
+    #: a fingerprint of the revision's spec (its desired state), "" for a deletion
+    spec: str = ""
 
     @property
     def kind(self) -> str:
@@ -121,7 +126,7 @@ def _write(n: Note, pos: int) -> Write:
     """A write note as a :class:`Write`, with its revision's name as the apiserver's note gives it."""
     return Write(pos, n.actor, n.keys[0], str(n.field("event")), str(n.field("uid", "")),
                  bool(n.field("deleting", False)), tuple(n.field("finalizers", ()) or ()),
-                 str(n.field("revision", "")))
+                 str(n.field("revision", "")), str(n.field("spec", "")))
 
 
 def _differs(old: Write, now: Write) -> int:
@@ -131,7 +136,18 @@ def _differs(old: Write, now: Write) -> int:
     return 4 * (old.uid != now.uid) + 2 * old.deleting + (old.finalizers != now.finalizers)
 
 
-def stale_state(view: View) -> list[tuple[int, Ident, dict[tuple[str, str], int]]]:
+def _desired(old: Write, now: Write) -> int:
+    """1 when an older revision of the same object asked for another desired state (its spec: replicas, a volume's
+    size) than it does now: a restarted controller that reads it acts to undo what the user asked for since."""
+    if old.event == "DELETED" or old.uid != now.uid or not old.spec or not now.spec:
+        return 0
+    return int(old.spec != now.spec)
+
+
+Differs = Callable[[Write, Write], int]
+
+
+def stale_state(view: View, differs: Differs = _differs) -> list[tuple[int, Ident, dict[tuple[str, str], int]]]:
     """Restarts to try: (score, crash point, the revisions of its objects' kinds a stale LIST should show).
 
     For each crash point, the writes before it whose object's kind has an older
@@ -153,7 +169,7 @@ def stale_state(view: View) -> list[tuple[int, Ident, dict[tuple[str, str], int]
             history.setdefault(w.ref, []).append(w)
             if w.event != "DELETED":
                 for old in history[w.ref][:-1]:
-                    d = _differs(old, w)
+                    d = differs(old, w)
                     if d:
                         at = (old.kind, old.revision)
                         targets[at] = max(targets.get(at, 0), d)
@@ -164,7 +180,42 @@ def stale_state(view: View) -> list[tuple[int, Ident, dict[tuple[str, str], int]
     return [(score, point, t) for point, (score, t) in out.items()]
 
 
-def stale_state_ahead(view: View) -> list[tuple[int, Ident, dict[tuple[str, str], int]]]:
+def stale_desired(view: View) -> list[tuple[int, Ident, dict[tuple[str, str], int]]]:
+    """Restarts to try after a write that changed an object's desired state: (score, crash point, revisions).
+
+    The revisions a stale LIST should show are the older ones of the same
+    object whose spec differs from the one it has at the crash (the user
+    scaled back up; the revision that asked for fewer replicas is what a
+    restarted controller must not act on: zookeeper-operator#314). Best
+    first: the crash closest after the write that set the spec it has now.
+    """
+    out: list[tuple[int, Ident, dict[tuple[str, str], int]]] = []
+    seen: set[Ident] = set()
+    for point, kind, pos in view.faults:
+        if kind != "crash" or point in seen:
+            continue
+        targets: dict[tuple[str, str], int] = {}
+        since = len(view.ran) + 1
+        for ws in _by_ref(view.writes).values():
+            before = [w for w in ws if w.pos <= pos]
+            alive = [w for w in before if w.event != "DELETED"]
+            if not alive or before[-1].event == "DELETED":
+                continue
+            now = alive[-1]
+            stale = [old for old in alive[:-1] if _desired(old, now)]
+            for old in stale:
+                targets[(old.kind, old.revision)] = 1
+            if stale:
+                # the write that set the spec the object has now: the first of the writes after the last stale one
+                set_at = next(w.pos for w in alive if w.pos > stale[-1].pos)
+                since = min(since, pos - set_at)
+        if targets:
+            seen.add(point)
+            out.append((-since, point, targets))
+    return out
+
+
+def stale_state_ahead(view: View, differs: Differs = _differs) -> list[tuple[int, Ident, dict[tuple[str, str], int]]]:
     """Restarts to try after :func:`stale_state`'s: a crash *before* the write that makes an older revision stale.
 
     The restarted controller lists while the run goes on, so the object of the
@@ -189,7 +240,7 @@ def stale_state_ahead(view: View) -> list[tuple[int, Ident, dict[tuple[str, str]
             later = [w for w in ws if w.pos > pos and w.event != "DELETED"]
             for old in (w for w in ws if w.pos <= pos):
                 for w in later:
-                    d = _differs(old, w)
+                    d = differs(old, w)
                     if d:
                         at = (old.kind, old.revision)
                         targets[at] = max(targets.get(at, 0), d)
@@ -306,10 +357,12 @@ def pattern_choosers(member: str, aim: Aim, seed: int) -> Iterator[PlanChooser]:
     if member == "stale state":
         restarted: dict[Ident, Seen] = {}
         tried: set[tuple[Ident, Ident]] = set()
-        # the restarts after a write first (Sieve's time travel), then the ones before a later write, each with
-        # its own draw of ties (the first tier's order does not depend on whether the second has candidates)
-        ahead = random.Random(seed * 0x2545F491 + len(PATTERNS) + 1)
-        for tier, draw in ((stale_state(view), rng), (stale_state_ahead(view), ahead)):
+        # the restarts after a write first (Sieve's time travel), then the ones before a later write; first for
+        # another identity, a deletion mark or other finalizers, then for another desired state (a spec). Each tier
+        # has its own draw of ties: a tier's order does not depend on whether the ones after it have candidates
+        tiers = (stale_state(view), stale_state_ahead(view), stale_desired(view), stale_state_ahead(view, _desired))
+        for i, tier in enumerate(tiers):
+            draw = rng if i == 0 else random.Random(seed * 0x2545F491 + len(PATTERNS) + i)
             for _score, crash, targets in _ranked(draw, tier):
                 first = restarted.get(crash)
                 if first is None:

@@ -16,6 +16,7 @@ checked, written and its watch events are queued.
 from __future__ import annotations
 
 import builtins
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -241,7 +242,7 @@ class APIServer:
             self._world.note(f"{obj.ref} {what}, committed rv={obj.resource_version}", kind="write", key=obj.ref,
                              event=event_type, rv=obj.resource_version, uid=obj.uid,
                              deleting=obj.deletion_timestamp is not None, finalizers=list(obj.finalizers),
-                             revision=self._revision_noted(obj, event_type))
+                             spec=spec_digest(obj), revision=self._revision_noted(obj, event_type))
         self._store.setdefault(obj.kind, {})[obj.key] = obj
         self._emit(obj.kind, WatchEvent(event_type, obj))
         return obj
@@ -959,6 +960,13 @@ def revision_name(event_type: str, obj: KubeObject, n: int) -> str:
     the ``n``-th event of that type for the object, never its number (numbers shift when a plan entry goes)."""
     return f"{event_type} {obj.key}" + (f" #{n}" if n > 1 else "") + (
         " (deleting)" if event_type != DELETED and obj.deletion_timestamp is not None else "")
+
+
+def spec_digest(obj: KubeObject) -> str:
+    """A short fingerprint of the object's ``spec`` (the write notes carry it): two revisions of one object whose
+    desired state differs (a StatefulSet's replicas, a volume's requested size) have different fingerprints."""
+    text = json.dumps(obj.spec, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def deletion_finalizers(finalizers: list[str], propagation: str | None) -> list[str]:

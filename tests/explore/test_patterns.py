@@ -123,3 +123,29 @@ def test_portfolio_names_the_pattern_member_that_found_it() -> None:
     r = h.explore(resolve_scenario("examples/rabbitmq_time_travel.py:scenario"), seed=0, shrink_found=False,
                   prove_minimal=False)
     assert r.found and r.found_by == "stale state", (r.found_by, r.outcome)
+
+
+def test_stale_state_member_targets_another_desired_state() -> None:
+    """zookeeper-operator#314, rabbitmq#653: the user scaled back up (or grew a volume); an older revision of the same
+    object asked for less. The spec tier aims a restart after that write and a LIST at the older revision; the
+    identity tiers see nothing there (same UID, no deletion mark, same finalizers)."""
+    from harness.explore._patterns import Write, _desired, stale_desired, stale_state, stale_state_ahead
+    from harness.sim import Ident
+
+    def w(pos: int, event: str, spec: str, n: int) -> Write:
+        rev = f"{event} default/zk" + (f" #{n}" if n > 1 else "")
+        return Write(pos, "user", "ZookeeperCluster default/zk", event, "uid-1", False, (), rev, spec)
+
+    crash_before = Ident("op/reconcile/worker-1", "op crashes before get", None, 1)
+    crash_after = Ident("op/reconcile/worker-1", "op crashes before get", None, 2)
+    view = View(writes=[w(1, "ADDED", "two", 1), w(5, "MODIFIED", "one", 1), w(9, "MODIFIED", "two", 2)],
+                faults=[(crash_before, "crash", 7), (crash_after, "crash", 10)])
+    assert stale_state(view) == [] and stale_state_ahead(view) == []
+    after = {point: targets for _s, point, targets in stale_desired(view)}
+    # before the scale-up the object asks for "one", and the revision that asked for "two" is the stale one; after
+    # it, only the revision that asked for "one" (the first revision asked for "two" as the object does now)
+    assert after == {crash_before: {("ZookeeperCluster", "ADDED default/zk"): 1},
+                     crash_after: {("ZookeeperCluster", "MODIFIED default/zk"): 1}}
+    # a crash before the scale-up, aimed ahead: the revision that asked for "one" differs from the scale-up's
+    ahead = {point: targets for _s, point, targets in stale_state_ahead(view, _desired)}
+    assert ahead == {crash_before: {("ZookeeperCluster", "MODIFIED default/zk"): 1}}
