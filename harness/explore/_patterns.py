@@ -147,7 +147,9 @@ def _desired(old: Write, now: Write) -> int:
 Differs = Callable[[Write, Write], int]
 
 
-def stale_state(view: View, differs: Differs = _differs) -> list[tuple[int, Ident, dict[tuple[str, str], int]]]:
+def stale_state(
+    view: View, differs: Differs = _differs, *, own: bool | None = None
+) -> list[tuple[int, Ident, dict[tuple[str, str], int]]]:
     """Restarts to try: (score, crash point, the revisions of its objects' kinds a stale LIST should show).
 
     For each crash point, the writes before it whose object's kind has an older
@@ -155,39 +157,54 @@ def stale_state(view: View, differs: Differs = _differs) -> list[tuple[int, Iden
     deletionTimestamp, other finalizers) name the revisions a stale LIST of
     that kind could be served at: the state the restarted controller must not
     act on. Best first: the crash right after the write that changed most.
+    ``own``: only differences made by a write of the crashing process itself
+    (True), or only by another actor (False); None: every one.
     """
     out: dict[Ident, tuple[int, dict[tuple[str, str], int]]] = {}
-    latest: dict[str, Write] = {}
     history: dict[str, list[Write]] = {}
-    targets: dict[tuple[str, str], int] = {}  # (kind, revision name) -> how far from the object's state now
+    # (kind, revision name) -> the process of each later write it differs from -> how far
+    targets: dict[tuple[str, str], dict[str, int]] = {}
     writes = iter(view.writes)
     pending = next(writes, None)
     for point, kind, pos in view.faults:
         while pending is not None and pending.pos <= pos:
             w = pending
-            latest[w.ref] = w
             history.setdefault(w.ref, []).append(w)
             if w.event != "DELETED":
                 for old in history[w.ref][:-1]:
                     d = differs(old, w)
                     if d:
-                        at = (old.kind, old.revision)
-                        targets[at] = max(targets.get(at, 0), d)
+                        by = targets.setdefault((old.kind, old.revision), {})
+                        by[_process(w.actor)] = max(by.get(_process(w.actor), 0), d)
             pending = next(writes, None)
-        if kind != "crash" or not targets or point in out:
+        if kind != "crash" or point in out:
             continue
-        out[point] = (max(targets.values()), dict(targets))
+        mine = _process(point.actor)
+        aimed = {at: max(d for proc, d in by.items() if own is None or (proc == mine) == own)
+                 for at, by in targets.items() if any(own is None or (proc == mine) == own for proc in by)}
+        if aimed:
+            out[point] = (max(aimed.values()), aimed)
     return [(score, point, t) for point, (score, t) in out.items()]
 
 
-def stale_desired(view: View) -> list[tuple[int, Ident, dict[tuple[str, str], int]]]:
+def _process(actor: str) -> str:
+    """The process an actor's name puts it in (its first segment: ``operator`` of ``operator/reconcile/worker-1``)."""
+    return actor.partition("/")[0]
+
+
+def stale_desired(view: View, *, own: bool | None = None) -> list[tuple[int, Ident, dict[tuple[str, str], int]]]:
     """Restarts to try after a write that changed an object's desired state: (score, crash point, revisions).
 
     The revisions a stale LIST should show are the older ones of the same
     object whose spec differs from the one it has at the crash (the user
     scaled back up; the revision that asked for fewer replicas is what a
     restarted controller must not act on: zookeeper-operator#314). Best
-    first: the crash closest after the write that set the spec it has now.
+    first: the crash farthest after the write that set the spec it has now
+    (by then the controller has acted on it, and a stale view makes it undo
+    that; a restart halfway through meets a live state that still agrees
+    with the old spec, rabbitmq/cluster-operator#653). A crash too late for
+    the apiserver's lag costs one run: its LIST offers no such revision.
+    ``own`` as in :func:`stale_state`, of that write.
     """
     out: list[tuple[int, Ident, dict[tuple[str, str], int]]] = []
     seen: set[Ident] = set()
@@ -203,19 +220,24 @@ def stale_desired(view: View) -> list[tuple[int, Ident, dict[tuple[str, str], in
                 continue
             now = alive[-1]
             stale = [old for old in alive[:-1] if _desired(old, now)]
+            if not stale:
+                continue
+            # the write that set the spec the object has now: the first of the writes after the last stale one
+            setter = next(w for w in alive if w.pos > stale[-1].pos)
+            if own is not None and (_process(setter.actor) == _process(point.actor)) != own:
+                continue
             for old in stale:
                 targets[(old.kind, old.revision)] = 1
-            if stale:
-                # the write that set the spec the object has now: the first of the writes after the last stale one
-                set_at = next(w.pos for w in alive if w.pos > stale[-1].pos)
-                since = min(since, pos - set_at)
+            since = min(since, pos - setter.pos)
         if targets:
             seen.add(point)
-            out.append((-since, point, targets))
+            out.append((since, point, targets))
     return out
 
 
-def stale_state_ahead(view: View, differs: Differs = _differs) -> list[tuple[int, Ident, dict[tuple[str, str], int]]]:
+def stale_state_ahead(
+    view: View, differs: Differs = _differs, *, own: bool | None = None
+) -> list[tuple[int, Ident, dict[tuple[str, str], int]]]:
     """Restarts to try after :func:`stale_state`'s: a crash *before* the write that makes an older revision stale.
 
     The restarted controller lists while the run goes on, so the object of the
@@ -226,7 +248,8 @@ def stale_state_ahead(view: View, differs: Differs = _differs) -> list[tuple[int
     A crash point qualifies when a revision written before it differs from a
     write of the same object made after it; best first: the revision that
     differs most, then the crash closest before that later write (the LIST
-    after the restart must still reach back to the old revision).
+    after the restart must still reach back to the old revision). ``own`` as in
+    :func:`stale_state`, of the later write.
     """
     by_ref = _by_ref(view.writes)
     out: list[tuple[int, Ident, dict[tuple[str, str], int]]] = []
@@ -237,7 +260,8 @@ def stale_state_ahead(view: View, differs: Differs = _differs) -> list[tuple[int
         targets: dict[tuple[str, str], int] = {}
         nearest = len(view.ran) + 1
         for ws in by_ref.values():
-            later = [w for w in ws if w.pos > pos and w.event != "DELETED"]
+            later = [w for w in ws if w.pos > pos and w.event != "DELETED"
+                     and (own is None or (_process(w.actor) == _process(point.actor)) == own)]
             for old in (w for w in ws if w.pos <= pos):
                 for w in later:
                     d = differs(old, w)
@@ -358,9 +382,14 @@ def pattern_choosers(member: str, aim: Aim, seed: int) -> Iterator[PlanChooser]:
         restarted: dict[Ident, Seen] = {}
         tried: set[tuple[Ident, Ident]] = set()
         # the restarts after a write first (Sieve's time travel), then the ones before a later write; first for
-        # another identity, a deletion mark or other finalizers, then for another desired state (a spec). Each tier
-        # has its own draw of ties: a tier's order does not depend on whether the ones after it have candidates
-        tiers = (stale_state(view), stale_state_ahead(view), stale_desired(view), stale_state_ahead(view, _desired))
+        # another identity, a deletion mark or other finalizers, then for another desired state (a spec); all of
+        # these first for what another actor changed, then for what the crashing process changed itself (a
+        # controller that re-creates its own StatefulSet). Each tier has its own draw of ties: a tier's order does
+        # not depend on whether the ones after it have candidates
+        tiers = (stale_state(view, own=False), stale_state_ahead(view, own=False), stale_desired(view, own=False),
+                 stale_state_ahead(view, _desired, own=False), stale_state(view, own=True),
+                 stale_state_ahead(view, own=True), stale_desired(view, own=True),
+                 stale_state_ahead(view, _desired, own=True))
         for i, tier in enumerate(tiers):
             draw = rng if i == 0 else random.Random(seed * 0x2545F491 + len(PATTERNS) + i)
             for _score, crash, targets in _ranked(draw, tier):
