@@ -18,7 +18,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -96,7 +96,7 @@ class APIServer:
     ``ambiguous_write`` (``ambiguous_writes=True``)
         the write commits, then its response is lost: the caller gets
         :class:`ServerTimeout` for a write that happened.
-    ``stale_read`` (``stale_reads=True``)
+    ``stale_read`` (``stale_reads=True``, or the kinds it names: ``stale_reads={"RabbitmqCluster"}``)
         a ``list(..., resource_version="0")`` or an informer's first LIST (a
         relist is served not older than what the informer saw) is served by
         a watch cache that lags by up to ``stale_window`` seconds: each older
@@ -126,7 +126,7 @@ class APIServer:
         *,
         transient_errors: bool = False,
         ambiguous_writes: bool = False,
-        stale_reads: bool = False,
+        stale_reads: bool | Collection[str] = False,
         response_window: float = 1.0,
         stale_window: float = 2.0,
         default_pod_grace: int = 30,
@@ -138,7 +138,8 @@ class APIServer:
         #: whether requests (and an informer's re-watch or relist) fail with a timeout by default
         self.transient_errors = transient_errors
         self._ambiguous = ambiguous_writes
-        self._stale = stale_reads
+        #: the kinds whose LISTs may be stale by default (True: every kind)
+        self._stale: bool | frozenset[str] = stale_reads if isinstance(stale_reads, bool) else frozenset(stale_reads)
         #: seconds a write's response may lag its commit (a strategy's choice within this window)
         self.response_window = response_window
         #: seconds a watch cache may lag behind etcd when it serves a stale LIST
@@ -947,10 +948,12 @@ class APIServer:
         choose it (Sun et al., OSDI 2022), never a constant lag. Returns
         ``(rv, name, until)``; ``until`` is when the lagging cache has caught up.
         """
-        if not self._world.fault_enabled("stale_read", self._stale):
+        # the model's flag is the default; a search that names the fault kinds itself (--faults all) overrides it
+        default = self._stale if isinstance(self._stale, bool) else kind in self._stale
+        if not self._world.fault_enabled("stale_read", default):
             return None
         for rv, name, until in self.stale_revisions(kind, not_older_than):
-            if self._world.fault("stale_read", f"{label} at the revision of {name}", key=kind, default=self._stale):
+            if self._world.fault("stale_read", f"{label} at the revision of {name}", key=kind, default=default):
                 return rv, name, until
         return None
 

@@ -137,3 +137,30 @@ def test_a_relist_never_goes_back_before_what_the_informer_saw() -> None:
     stale = [p for p in chooser.points if "lagging watch cache" in p]
     assert stale == ["fault: r/informer/Config lists from a lagging watch cache at the revision of MODIFIED ns/c"], \
         chooser.points
+
+
+def test_stale_reads_may_name_the_kinds_whose_cache_lags() -> None:
+    """``stale_reads={"Config"}``: only LISTs of those kinds get stale points (a model isolating an issue's path);
+    a search that turns every fault kind on overrides it, as it overrides every model flag."""
+
+    async def two_kinds(world: World, kinds: Any) -> None:
+        api = APIServer(world, stale_reads=kinds, stale_window=2.0)
+        await _three_versions(world, api)
+        await api.create(KubeObject("Other", "ns", "o", spec={"v": 1}))
+        await world.sleep(0.2)
+        for kind in ("Config", "Other"):
+            inf = Informer(world, api, kind, name=f"reader/informer/{kind}")
+            inf.start()
+            await inf.wait_for_cache_sync()
+
+    def points(kinds: Any, faults: Any = None) -> list[str]:
+        chooser = FaultChooser("never")
+        clean(run_once(lambda w: two_kinds(w, kinds), chooser, limits=LIMITS, faults=faults))  # type: ignore[arg-type]
+        return [p for p in chooser.points if "lagging watch cache" in p]
+
+    every = points(True)
+    assert any("informer/Config" in p for p in every) and any("informer/Other" in p for p in every), every
+    only = points({"Config"})
+    assert only and all("informer/Config" in p for p in only), only
+    assert points(set()) == [] and points(False) == []
+    assert points({"Config"}, faults=frozenset({"*"})) == every
