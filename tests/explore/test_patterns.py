@@ -149,3 +149,16 @@ def test_stale_state_member_targets_another_desired_state() -> None:
     # a crash before the scale-up, aimed ahead: the revision that asked for "one" differs from the scale-up's
     ahead = {point: targets for _s, point, targets in stale_state_ahead(view, _desired)}
     assert ahead == {crash_before: {("ZookeeperCluster", "MODIFIED default/zk"): 1}}
+
+
+def test_stale_state_member_alone_finds_a_stale_spec() -> None:
+    """rabbitmq#653: the RabbitmqCluster keeps its UID; only its spec went from 10Gi to 15Gi. The member's spec tier
+    restarts the operator after it acted on the resize and serves its LIST at the revision before it."""
+    drawn, view = _member("examples/rabbitmq_stale_resize.py:scenario", "stale state")
+    failing = [c.plan for c, out in drawn if _failed(out)]
+    assert failing, [c.plan for c, _ in drawn]
+    [stale] = [e for e in failing[0] if isinstance(e, Fault) and "lagging watch cache" in e.at.label]
+    assert stale.at.label.endswith("RabbitmqCluster lists from a lagging watch cache at the revision of ADDED "
+                                   "default/rmq"), stale
+    rmq = [w for w in view.writes if w.ref == "RabbitmqCluster default/rmq"]
+    assert len({w.uid for w in rmq}) == 1 and len({w.spec for w in rmq}) == 2, rmq
