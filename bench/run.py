@@ -148,7 +148,8 @@ def time_to_failure(settings: Settings) -> list[dict[str, Any]]:
 #: turned out to need one entry (a drop of the pod watch, or its event 2 s late), as its docstring says
 TWO_FAULT_MODELS = ("examples/rabbitmq_time_travel.py:scenario", "examples/pxc_stale_state.py:scenario",
                     "examples/cass_operator_412.py:scenario", "examples/cassandra_stale_pod_pvc.py:scenario",
-                    "examples/rabbitmq_stale_resize.py:scenario", "examples/cassandra_unobserved_pvc.py:scenario")
+                    "examples/rabbitmq_stale_resize.py:scenario", "examples/zookeeper_stale_scale.py:scenario",
+                    "examples/cassandra_unobserved_pvc.py:scenario")
 
 
 def two_fault_ttf(settings: Settings) -> list[dict[str, Any]]:

@@ -33,8 +33,8 @@ plans its pattern points at:
     without the second.
 
 The first member to run takes the canonical run with notes (one run, shared).
-Candidates are ranked (a new UID before a deletion mark before other
-finalizers, and all of these before another spec; a create or a deletion mark, then the delete, before two updates),
+Candidates are ranked (a new UID before a deletion mark, these before
+another spec, and that before other finalizers alone; a create or a deletion mark, then the delete, before two updates),
 ties in a seeded random order. A member whose candidates are spent falls back to the small plans for
 the rest of its turn (:func:`harness.explore._explore._search_portfolio`).
 No model is special: what a member draws is what the runs showed.
@@ -106,6 +106,14 @@ class View:
     gets: list[tuple[int, str]] = field(default_factory=list)
     faults: list[tuple[Ident, str, int]] = field(default_factory=list)
     ran: set[Ident] = field(default_factory=set)
+    #: process -> the kinds its informers LIST (from their notes); a process absent here listed nothing we saw
+    lists: dict[str, set[str]] = field(default_factory=dict)
+
+    def lists_kind(self, actor: str, kind: str) -> bool:
+        """Whether the process of ``actor`` LISTs ``kind`` through an informer (True when it lists nothing seen:
+        a controller's own ``list(..., resource_version="0")`` is a stale read too, and it is not noted)."""
+        kinds = self.lists.get(_process(actor))
+        return kinds is None or kind in kinds
 
     @classmethod
     def of(cls, chooser: Seen) -> View:
@@ -119,6 +127,8 @@ class View:
                 view.writes.append(_write(n, pos))
             elif n.kind == "queue" and n.field("op") == "get":
                 view.gets.append((pos, n.actor))
+            elif n.kind == "list" and n.field("listed") is not None:
+                view.lists.setdefault(_process(n.actor), set()).add(str(n.field("listed")))
         return view
 
 
@@ -134,6 +144,17 @@ def _differs(old: Write, now: Write) -> int:
     if old.event == "DELETED":
         return 0
     return 4 * (old.uid != now.uid) + 2 * old.deleting + (old.finalizers != now.finalizers)
+
+
+def _identity(old: Write, now: Write) -> int:
+    """:func:`_differs` without the finalizers: another UID 4, deleting 2. A revision from before a controller
+    added its finalizer exists for almost every object it manages, so that difference alone ranks last."""
+    return _differs(old, now) & ~1
+
+
+def _finalizers(old: Write, now: Write) -> int:
+    """1 when an older revision of the same object had other finalizers (and nothing else of :func:`_identity`)."""
+    return 0 if _identity(old, now) else _differs(old, now)
 
 
 def _desired(old: Write, now: Write) -> int:
@@ -382,17 +403,21 @@ def pattern_choosers(member: str, aim: Aim, seed: int) -> Iterator[PlanChooser]:
         restarted: dict[Ident, Seen] = {}
         tried: set[tuple[Ident, Ident]] = set()
         # the restarts after a write first (Sieve's time travel), then the ones before a later write; first for
-        # another identity, a deletion mark or other finalizers, then for another desired state (a spec); all of
+        # another identity or a deletion mark, then for another desired state (a spec), then for other finalizers
+        # alone (a revision from before the controller added its own exists for nearly every object); all of
         # these first for what another actor changed, then for what the crashing process changed itself (a
         # controller that re-creates its own StatefulSet). Each tier has its own draw of ties: a tier's order does
         # not depend on whether the ones after it have candidates
-        tiers = (stale_state(view, own=False), stale_state_ahead(view, own=False), stale_desired(view, own=False),
-                 stale_state_ahead(view, _desired, own=False), stale_state(view, own=True),
-                 stale_state_ahead(view, own=True), stale_desired(view, own=True),
-                 stale_state_ahead(view, _desired, own=True))
+        tiers = [tier for own in (False, True) for tier in (
+            stale_state(view, _identity, own=own), stale_state_ahead(view, _identity, own=own),
+            stale_desired(view, own=own), stale_state_ahead(view, _desired, own=own),
+            stale_state(view, _finalizers, own=own), stale_state_ahead(view, _finalizers, own=own))]
         for i, tier in enumerate(tiers):
             draw = rng if i == 0 else random.Random(seed * 0x2545F491 + len(PATTERNS) + i)
-            for _score, crash, targets in _ranked(draw, tier):
+            # a restart whose process lists none of the kinds it aims at cannot be served a stale revision of them
+            listed = [(score, crash, {at: d for at, d in targets.items() if view.lists_kind(crash.actor, at[0])})
+                      for score, crash, targets in tier]
+            for _score, crash, targets in _ranked(draw, [c for c in listed if c[2]]):
                 first = restarted.get(crash)
                 if first is None:
                     first = restarted[crash] = Seen((Fault(crash),))

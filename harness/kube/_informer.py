@@ -1058,6 +1058,7 @@ class Informer:
             f"{first}LIST {self.kind} at rv={rv} from {where}: {n} object{'s' if n != 1 else ''}"
             + (f" ({names})" if objects else "") + (f"; {len(tombs)} known key(s) missing" if tombs else ""),
             kind="list", keys=keys, rv=rv, objects=n, stale=stale is not None, relist=self.relists > 1,
+            listed=self.kind,
         )
 
     def _note_lost(self, lost: builtins.list[_Delta | _Replace], drop: bool) -> None:
