@@ -294,7 +294,7 @@ def _hunt_one(
     if unproved and "not proved minimal" not in outcome:
         outcome += "; not proved minimal (interrupted)"
     if args.json:
-        print(json.dumps(_json_line(entry, cx)), flush=True)
+        print(json.dumps(_json_line(entry, cx, result.found_by)), flush=True)
     elif console is not None:
         if result.verdict == "interrupted":
             mark = "interrupted"
@@ -466,11 +466,14 @@ def _faults_for(args: argparse.Namespace, t: _Target) -> str | None:
     return str(args.faults) if args.faults is not None else t.faults
 
 
-def _json_line(e: Any, cx: Any) -> dict[str, Any]:
+def _json_line(e: Any, cx: Any, found_by: str | None = None) -> dict[str, Any]:
     return {
         "race": e.name,
         "variant": e.variant,
+        "seed": e.seed,
         "found": e.found,
+        # the strategy (a portfolio's member: "stale state", "pct", ...) whose run first failed
+        "found_by": found_by if cx is not None else None,
         "verdict": e.verdict,
         "expected": e.expected,
         "expect": e.expect,

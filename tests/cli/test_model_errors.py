@@ -193,6 +193,7 @@ def test_json_separates_found_at_from_shrink_and_proof(models: Path, capsys: pyt
     assert 0 <= rec["found_after_s"] <= rec["seconds"]
     assert rec["shrink_runs"] >= 1 and rec["proof_runs"] >= 1  # a random walk's run is shrunk, then proved minimal
     assert rec["found_at_run"] + rec["shrink_runs"] + rec["proof_runs"] == rec["runs"]
+    assert rec["seed"] == 0 and rec["found_by"] == "random"  # which seed, and which strategy's run first failed
     code, out, _ = run_main(capsys, "hunt", f"{models}/model.py:lost_update", "--variant", "buggy", "--strategy",
                             "random", "--report-dir", str(models / "out"))
     head = next(line for line in out.splitlines() if "found at run" in line)
