@@ -31,6 +31,7 @@ from harness.kube import (
     ControllerProcess,
     EnqueueRequestForOwner,
     Informer,
+    Kubelet,
     KubeObject,
     NotFound,
     Result,
@@ -173,26 +174,6 @@ def statefulset_controller(world: h.World, api: APIServer) -> None:
     controller.start()
 
 
-def kubelet(world: h.World, api: APIServer) -> None:
-    """SIGTERM, the containers exit, the final DELETE (once no finalizer is left, the apiserver removes it)."""
-    pods = Informer(world, api, "Pod", name="kubelet/informer/Pod")
-
-    async def sync_pod(key: str) -> None:
-        pod = pods.lister.try_get(NS, key.split("/")[1])
-        if pod is None or pod.deletion_timestamp is None or pod.deletion_grace_period_seconds == 0:
-            return
-        await world.sleep(RECLAIMED, f"kubelet: {pod.key} stopped and its volumes unmounted", window=GRACE - RECLAIMED)
-        try:
-            await api.confirm_delete(NS, pod.name, uid=pod.uid)
-        except (NotFound, Conflict):
-            pass
-
-    controller: Controller[str] = Controller(world, "kubelet/pod-workers", sync_pod)
-    watch(pods, controller.queue)
-    pods.start()
-    controller.start()
-
-
 @h.scenario
 async def scenario(world: h.World, *, fixed: bool = False, pause: float = PAUSE) -> None:
     """Scale a 2-node datacenter down to 1 and back to 2: no PVC in use by a live pod may be deleted."""
@@ -202,7 +183,7 @@ async def scenario(world: h.World, *, fixed: bool = False, pause: float = PAUSE)
     ControllerProcess(world, "cassandra-operator", lambda p: cassandra_operator(world, api, p, fixed=fixed),
                       crash_faults=True).start()
     statefulset_controller(world, api)
-    kubelet(world, api)
+    Kubelet(world, api, exits_after=RECLAIMED).start()
 
     lost: list[str] = []
 

@@ -53,10 +53,10 @@ import harness as h
 from harness.kube import (
     AlreadyExists,
     APIServer,
-    Conflict,
     Controller,
     EnqueueRequestForOwner,
     Informer,
+    Kubelet,
     KubeObject,
     NotFound,
     Result,
@@ -179,26 +179,6 @@ def statefulset_controller(world: h.World, api: APIServer) -> None:
     controller.start()
 
 
-def kubelet(world: h.World, api: APIServer) -> None:
-    """The node's kubelet, for what the race needs: SIGTERM, the containers exit, the final DELETE."""
-    pods = Informer(world, api, "Pod", name="kubelet/informer/Pod")
-
-    async def sync_pod(key: str) -> None:
-        pod = pods.lister.try_get(NS, key.split("/")[1])
-        if pod is None or pod.deletion_timestamp is None or pod.deletion_grace_period_seconds == 0:
-            return
-        await world.sleep(RECLAIMED, f"kubelet: {pod.key} stopped and its volumes unmounted", window=GRACE - RECLAIMED)
-        try:
-            await api.confirm_delete(NS, pod.name, uid=pod.uid)
-        except (NotFound, Conflict):
-            pass
-
-    controller: Controller[str] = Controller(world, "kubelet/pod-workers", sync_pod)
-    watch(pods, controller.queue)
-    pods.start()
-    controller.start()
-
-
 @h.scenario
 async def scenario(world: h.World, *, fixed: bool = False) -> None:
     """A datacenter of 2 nodes scaled down to 1: no PVC may outlive its pod, and the scale-down must end."""
@@ -207,7 +187,7 @@ async def scenario(world: h.World, *, fixed: bool = False) -> None:
     api = APIServer(world)
     cassandra_operator(world, api, fixed=fixed)
     statefulset_controller(world, api)
-    kubelet(world, api)
+    Kubelet(world, api, exits_after=RECLAIMED).start()
 
     def leaked() -> str | None:
         for pvc in api.peek_all("PersistentVolumeClaim"):

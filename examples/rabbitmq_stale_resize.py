@@ -88,7 +88,10 @@ class Operator:
                                                       error_types=(ApiError, RetryError))
         self.clusters.add_event_handler(lambda c: self.controller.enqueue(c.key),
                                         lambda _o, c: self.controller.enqueue(c.key))
-        owner = lambda _s: self.controller.enqueue(f"{NS}/{NAME}")  # noqa: E731
+
+        def owner(_sts: object) -> None:  # Owns(&appsv1.StatefulSet{}): the owner's key
+            self.controller.enqueue(f"{NS}/{NAME}")
+
         self.statefulsets.add_event_handler(owner, lambda _o, s: owner(s), owner)
         self.clusters.start()
         self.statefulsets.start()

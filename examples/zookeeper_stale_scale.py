@@ -58,11 +58,11 @@ from harness.kube import (
     MODIFIED,
     AlreadyExists,
     APIServer,
-    Conflict,
     Controller,
     ControllerProcess,
     EnqueueRequestForOwner,
     Informer,
+    Kubelet,
     KubeObject,
     NotFound,
     Result,
@@ -120,7 +120,7 @@ def zookeeper_operator(world: h.World, api: APIServer, process: ControllerProces
             return False
         pvcs = await api.list("PersistentVolumeClaim", NS, selector={"app": ZK, "uid": zk.uid})
         if len(pvcs) <= zk.spec["replicas"]:
-            return
+            return True  # nothing orphaned: the reconcile goes on
         for pvc in pvcs:
             if ordinal(pvc.name) >= zk.spec["replicas"]:  # utils.IsPVCOrphan
                 if world.noting:
@@ -156,7 +156,7 @@ def zookeeper_operator(world: h.World, api: APIServer, process: ControllerProces
             except AlreadyExists:
                 pass
             return Result(requeue_after=RECONCILE_TIME)
-        patch: dict = {}
+        patch: dict[str, object] = {}
         if fixed:
             if (why := stale(zk)) is not None:
                 if world.noting:
@@ -243,26 +243,6 @@ def statefulset_controller(world: h.World, api: APIServer) -> None:
     controller.start()
 
 
-def kubelet(world: h.World, api: APIServer) -> None:
-    """SIGTERM, the container exits, the final DELETE."""
-    pods = Informer(world, api, "Pod", name="kubelet/informer/Pod")
-
-    async def sync_pod(key: str) -> None:
-        pod = pods.lister.try_get(NS, key.split("/")[1])
-        if pod is None or pod.deletion_timestamp is None or pod.deletion_grace_period_seconds == 0:
-            return
-        await world.sleep(RECLAIMED, f"kubelet: {pod.key} stopped and its volumes unmounted", window=GRACE - RECLAIMED)
-        try:
-            await api.confirm_delete(NS, pod.name, uid=pod.uid)
-        except (NotFound, Conflict):
-            pass
-
-    controller: Controller[str] = Controller(world, "kubelet/pod-workers", sync_pod)
-    watch(pods, controller.queue)
-    pods.start()
-    controller.start()
-
-
 @h.scenario
 async def scenario(world: h.World, *, fixed: bool = False, guard_pvcs: bool = True,
                    stale_window: float = STALE_WINDOW) -> None:
@@ -274,7 +254,7 @@ async def scenario(world: h.World, *, fixed: bool = False, guard_pvcs: bool = Tr
                       lambda p: zookeeper_operator(world, api, p, fixed=fixed, guard_pvcs=guard_pvcs),
                       crash_faults=True).start()
     statefulset_controller(world, api)
-    kubelet(world, api)
+    Kubelet(world, api, exits_after=RECLAIMED).start()
 
     lost: list[str] = []
 

@@ -56,6 +56,7 @@ from ._informer import DeletedFinalStateUnknown as DeletedFinalStateUnknown
 from ._informer import Informer as Informer
 from ._informer import Lister as Lister
 from ._informer import informers_of as informers_of
+from ._kubelet import Kubelet as Kubelet
 from ._objects import BUILTIN_KINDS as BUILTIN_KINDS
 from ._objects import KubeObject as KubeObject
 from ._objects import OwnerReference as OwnerReference
@@ -81,7 +82,7 @@ __all__ = [
     "ADDED", "BUILTIN_KINDS", "CONTROLLER_REVISION_HASH_LABEL", "DEFAULT_BACKOFF", "DELETED", "EXPECTATIONS_TIMEOUT",
     "FOREGROUND_FINALIZER", "KRUISE_EXPECTATION_TIMEOUT", "MODIFIED", "ORPHAN_FINALIZER", "APIServer",
     "AlreadyExists", "ApiError", "Backoff", "BucketRateLimiter", "Conflict", "Controller", "ControllerExpectations",
-    "ControllerProcess", "DeletedFinalStateUnknown", "GarbageCollector", "Informer", "Invalid",
+    "ControllerProcess", "DeletedFinalStateUnknown", "GarbageCollector", "Informer", "Invalid", "Kubelet",
     "ItemExponentialFailureRateLimiter", "KubeObject", "Lister", "MaxOfRateLimiter", "NotFound", "OwnerReference",
     "ProcessCrashed", "RateLimiter", "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout",
     "Gone", "ShutDown", "Timeout", "TooLargeResourceVersion", "UpdateExpectations", "WatchEvent", "WorkQueue",
