@@ -208,6 +208,13 @@ def stale_state(
     return [(score, point, t) for point, (score, t) in out.items()]
 
 
+def _crashes(view: View) -> Iterator[tuple[Ident, int]]:
+    """Each crash point of the run with its position (a point's identity is unique: its occurrence is counted)."""
+    for point, kind, pos in view.faults:
+        if kind == "crash":
+            yield point, pos
+
+
 def _process(actor: str) -> str:
     """The process an actor's name puts it in (its first segment: ``operator`` of ``operator/reconcile/worker-1``)."""
     return actor.partition("/")[0]
@@ -228,10 +235,7 @@ def stale_desired(view: View, *, own: bool | None = None) -> list[tuple[int, Ide
     ``own`` as in :func:`stale_state`, of that write.
     """
     out: list[tuple[int, Ident, dict[tuple[str, str], int]]] = []
-    seen: set[Ident] = set()
-    for point, kind, pos in view.faults:
-        if kind != "crash" or point in seen:
-            continue
+    for point, pos in _crashes(view):
         targets: dict[tuple[str, str], int] = {}
         since = len(view.ran) + 1
         for ws in _by_ref(view.writes).values():
@@ -251,7 +255,6 @@ def stale_desired(view: View, *, own: bool | None = None) -> list[tuple[int, Ide
                 targets[(old.kind, old.revision)] = 1
             since = min(since, pos - setter.pos)
         if targets:
-            seen.add(point)
             out.append((since, point, targets))
     return out
 
@@ -274,10 +277,7 @@ def stale_state_ahead(
     """
     by_ref = _by_ref(view.writes)
     out: list[tuple[int, Ident, dict[tuple[str, str], int]]] = []
-    seen: set[Ident] = set()
-    for point, kind, pos in view.faults:
-        if kind != "crash" or point in seen:
-            continue
+    for point, pos in _crashes(view):
         targets: dict[tuple[str, str], int] = {}
         nearest = len(view.ran) + 1
         for ws in by_ref.values():
@@ -291,7 +291,6 @@ def stale_state_ahead(
                         targets[at] = max(targets.get(at, 0), d)
                         nearest = min(nearest, w.pos - pos)
         if targets:
-            seen.add(point)
             # the score orders by the difference first, then by how close the crash is to the later write
             out.append((max(targets.values()) * 100_000 - min(nearest, 99_999), point, targets))
     return out
