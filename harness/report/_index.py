@@ -355,6 +355,8 @@ def _short_verdict(e: ReportEntry) -> str:
     words = {"found": "found", "none-found": "clean (sampled)", "proved-clean": "proved clean",
              "model-error": "model error", "runaway": "runaway"}
     text = words.get(e.verdict, e.verdict)
+    if e.verdict == "none-found" and e.runs == 1:
+        text = "clean (one run)"  # a hand-written plan (--plan) or a replay: one run, not a sample of a search
     if e.found and e.violation_kind == "actor-raised":
         text += " (exception)"  # a panic in a controller, apart from an oracle violation
     if e.known_open and e.found:

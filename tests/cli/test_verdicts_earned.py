@@ -145,6 +145,11 @@ def test_unapplied_plan_entry_is_an_error(models: Path) -> None:
     ok = _row(run_cli("hunt", "models.py:residual", "--variant", "buggy", "--plan", str(plan), "--json",
                       "--report-dir", "out", cwd=models))
     assert ok["unapplied"] == [] and ok["found"] is True and ok["expected"] is True
+    # a plan that applies and stays clean is one run, not a sampled search: the summary says so
+    plan.write_text(json.dumps([{"hold": ["a", "read x", "x", 1], "until": ["b", "write x", "x", 1]}]))
+    one = run_cli("hunt", "models.py:residual", "--variant", "buggy", "--plan", str(plan), "--expect", "clean",
+                  "--report-dir", "out", cwd=models)
+    assert one.returncode == 0 and "clean (one run)" in one.stdout and "sampled" not in one.stdout, one.stdout
 
 
 def test_report_dir_never_overwrites_a_user_file(models: Path) -> None:
