@@ -7,30 +7,20 @@ every fault kind; upstream's fix as merged (the check before the StatefulSet upd
 
 from __future__ import annotations
 
+from stale_support import assert_fixed_clean, assert_two_faults_one_minimum
+
 import harness as h
 from harness.explore import resolve_scenario
-from harness.sim import Fault
 
 scenario = resolve_scenario("examples/zookeeper_stale_scale.py:scenario")
 
 
 def test_zookeeper_314_is_found_by_default_as_two_faults_one_minimum() -> None:
-    digests = set()
-    for seed in range(2):
-        r = h.explore(scenario, seed=seed)
-        cx = r.counterexample
-        assert r.found and cx is not None and cx.plan is not None, r.outcome
-        assert len(cx.plan) == 2 and all(isinstance(e, Fault) for e in cx.plan), cx.plan
-        described = " / ".join(e.describe() for e in cx.plan)
-        assert "crashes" in described and "ZookeeperCluster lists from a lagging watch cache" in described, described
-        assert cx.proved_minimal is True, cx.proof
-        digests.add(cx.digest())
-    assert len(digests) == 1, digests
+    assert_two_faults_one_minimum(scenario, stale="ZookeeperCluster lists from a lagging watch cache")
 
 
 def test_fixed_zookeeper_314_is_clean_under_the_default_search_and_every_fault_kind() -> None:
-    assert h.explore(scenario, seed=0, fixed=True).verdict == "none-found"
-    assert h.explore(scenario, seed=1, faults="all", fixed=True).verdict == "none-found"
+    assert_fixed_clean(scenario)
 
 
 def test_upstreams_fix_as_merged_leaves_the_pvc_path_open() -> None:
