@@ -201,8 +201,8 @@ def stale_state(
         if kind != "crash" or point in out:
             continue
         mine = _process(point.actor)
-        aimed = {at: max(d for proc, d in by.items() if own is None or (proc == mine) == own)
-                 for at, by in targets.items() if any(own is None or (proc == mine) == own for proc in by)}
+        aimed = {at: max(d for proc, d in by.items() if _whose(own, proc, mine))
+                 for at, by in targets.items() if any(_whose(own, proc, mine) for proc in by)}
         if aimed:
             out[point] = (max(aimed.values()), aimed)
     return [(score, point, t) for point, (score, t) in out.items()]
@@ -213,6 +213,12 @@ def _crashes(view: View) -> Iterator[tuple[Ident, int]]:
     for point, kind, pos in view.faults:
         if kind == "crash":
             yield point, pos
+
+
+def _whose(own: bool | None, writer: str, crashed: str) -> bool:
+    """Whether a change by process ``writer`` is one a tier for ``own`` aims at, the ``crashed`` process restarting
+    (None: every change; True: its own; False: another's)."""
+    return own is None or (writer == crashed) == own
 
 
 def _process(actor: str) -> str:
@@ -249,7 +255,7 @@ def stale_desired(view: View, *, own: bool | None = None) -> list[tuple[int, Ide
                 continue
             # the write that set the spec the object has now: the first of the writes after the last stale one
             setter = next(w for w in alive if w.pos > stale[-1].pos)
-            if own is not None and (_process(setter.actor) == _process(point.actor)) != own:
+            if not _whose(own, _process(setter.actor), _process(point.actor)):
                 continue
             for old in stale:
                 targets[(old.kind, old.revision)] = 1
@@ -282,7 +288,7 @@ def stale_state_ahead(
         nearest = len(view.ran) + 1
         for ws in by_ref.values():
             later = [w for w in ws if w.pos > pos and w.event != "DELETED"
-                     and (own is None or (_process(w.actor) == _process(point.actor)) == own)]
+                     and _whose(own, _process(w.actor), _process(point.actor))]
             for old in (w for w in ws if w.pos <= pos):
                 for w in later:
                     d = differs(old, w)
