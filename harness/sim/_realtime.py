@@ -54,7 +54,7 @@ from .._errors import NotInSimulation, UsageError
 from ._oracles import holds
 from ._outcome import Limits, RunOutcome, Violation
 from ._time import TICKS_PER_SECOND, to_ns
-from ._world import MAIN_ACTOR, TimerHandle, World, _Actor, _call_with_params, _Eventually, _unwrap, waiting_at
+from ._world import MAIN_ACTOR, TimerHandle, World, _Actor, _call_with_params, _Eventually, run_trio, waiting_at
 
 
 @dataclass(frozen=True)
@@ -364,10 +364,7 @@ def run_live(
     as :func:`run_once`; not reproducible.
     """
     world = World(clock=RealClock(time_scale, jitter, seed, timeout), params=params, limits=limits)
-    try:
-        trio.run(world._main, scenario, strict_exception_groups=True)
-    except BaseExceptionGroup as group:
-        raise _unwrap(group) from None
+    run_trio(world._main, scenario)
     return world.outcome()
 
 

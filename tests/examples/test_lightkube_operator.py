@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 import harness as h
 from examples.lightkube_operator import scenario
 
 INVARIANT = "an App's credentials are never replaced while it lives"
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:Async generator '(httpx|httpx2|lightkube)[._][^']*' was garbage collected:ResourceWarning")
 
 
 def test_lightkube_example_found_and_fixed_clean() -> None:

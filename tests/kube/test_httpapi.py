@@ -29,12 +29,6 @@ from tests.kube.kube_support import FaultChooser, clean, run, run_with
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = "default"
-#: httpx reads a body through a chain of async generators (aiter_lines -> aiter_text -> aiter_bytes -> aiter_raw)
-#: that a client abandoning a stream (or a run ending under a watch) leaves unexhausted; Trio warns when it collects
-#: them. It closes them itself, and nothing of the run depends on it.
-ABANDONED_GENERATORS = ("ignore:Async generator '(httpx|httpx2|lightkube)[._][^']*' was garbage collected"
-                        ":ResourceWarning")
-pytestmark = pytest.mark.filterwarnings(ABANDONED_GENERATORS)
 
 
 def lightkube(api: APIServer, name: str = "lk", **options: Any) -> AsyncClient:

@@ -81,8 +81,6 @@ EXAMPLES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.filterwarnings(  # the lightkube example's client, as in tests/examples/test_lightkube_operator.py
-    "ignore:Async generator '(httpx|httpx2|lightkube)[._][^']*' was garbage collected:ResourceWarning")
 @pytest.mark.parametrize(("target", "search"), EXAMPLES, ids=[t.split("/")[1].split(".")[0] for t, _ in EXAMPLES])
 def test_story_of_every_example_is_short_and_its_slice_at_most_half_the_run(target: str, search: dict[str, Any]) -> None:
     """The examples' stories are not pinned word for word, but they keep the two limits the races' do."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import warnings
+from typing import Any
 
 import pytest
 import trio
@@ -546,3 +548,35 @@ def test_batch_stops_when_asked() -> None:
         lambda out: not seen.append(out.violation is None) and len(seen) < 7,
     )
     assert len(seen) == 7
+
+
+def test_a_generator_the_run_abandons_is_closed_without_a_warning() -> None:
+    """An actor that leaves an ``async for`` mid-stream (a client library's watch when a crash or the run's end
+    cancels it) is the harness's doing: Trio still closes the generator in that run, and no ResourceWarning escapes
+    to land, at the collector's whim, in whatever test runs next."""
+    closed: list[bool] = []
+
+    async def scenario(world: World) -> None:
+        async def ticks() -> Any:
+            try:
+                while True:
+                    await world.sleep(1.0)
+                    yield world.now
+            finally:
+                closed.append(True)
+
+        async def watcher() -> None:
+            stream = ticks()
+            async for _ in stream:
+                break  # suspended at its yield, never exhausted
+            del stream  # collected here, inside the run
+            await world.sleep(5.0)
+
+        world.spawn("watcher", watcher)
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        out = run_once(scenario, RandomChooser(0))
+    assert out.violation is None, out.violation
+    assert closed, "Trio closes the abandoned generator within the run"
+    assert [w for w in seen if issubclass(w.category, ResourceWarning)] == []
