@@ -275,8 +275,11 @@ class _PlanSearch:
         phase: str = "exhaustive", faults: int | None = None, likely_first: bool = False,
     ) -> None:
         self.runner = runner
-        #: the last level (of two entries or more) runs its likely plans first (:func:`likely_plans`): a
-        #: proof that knows the levels below are clean meets the bug's representative without the whole level
+        #: every level of two entries or more runs its likely plans first (:func:`likely_plans`): a proof that
+        #: knows the levels below are clean meets the bug's representative without the whole level. Every level,
+        #: not only the last: a proof of a 3-entry shrunk plan and one of a 2-entry plan of the same bug then
+        #: take level 2 in one order and meet one plan there (the last level alone made the representative
+        #: depend on how far the shrinker got: two digests for one bug, by seed)
         self.likely_first = likely_first
         #: the points of the canonical run (known once the empty plan ran)
         self._canonical_points: frozenset[Ident] | None = None
@@ -321,8 +324,7 @@ class _PlanSearch:
             nxt: list[Plan] = []
             self._next_by_faults = {}
             cut, self._next_cut = self._next_cut, False
-            if self.likely_first and depth >= 2 and self._canonical_points is not None and (
-                    depth == self.max_entries or cut):
+            if self.likely_first and depth >= 2 and self._canonical_points is not None:
                 likely = likely_plans(level, self._canonical_points)
                 if likely and self._level(likely, depth, seen, nxt):
                     return
