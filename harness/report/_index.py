@@ -71,7 +71,7 @@ class ReportEntry:
             return self.found
         if self.expect == "clean":
             return not self.found
-        if self.variant == "buggy" or self.known_open:
+        if self.variant == "buggy" or (self.known_open and self.variant == "fixed"):
             return self.found
         if self.variant == "fixed":
             return not self.found

@@ -116,3 +116,15 @@ def test_index_keeps_earlier_hunts(tmp_path: Path) -> None:
     doc["hunts"][0]["entries"].append({**doc["hunts"][1]["entries"][0], "html_path": "../../etc/passwd"})
     history.write_text(json.dumps(doc))
     assert "passwd" not in write_index([], tmp_path).read_text()
+
+
+def test_known_open_promises_a_violation_of_the_fixed_variant_only() -> None:
+    """A known-open model hunted without ``--variant`` promised nothing: a clean run of it is not "UNEXPECTED"
+    (a docs-only trial read "clean (one run) UNEXPECTED" for a canonical run of its own known-open model)."""
+    def entry(variant: str, found: bool) -> ReportEntry:
+        return ReportEntry("model.py:scenario", variant, "found" if found else "none-found", "", found, 1, 0.0,
+                           None, None, known_open=True)
+
+    assert entry("", False).expected and entry("", True).expected
+    assert entry("fixed", True).expected and not entry("fixed", False).expected
+    assert entry("buggy", True).expected and not entry("buggy", False).expected
