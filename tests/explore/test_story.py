@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 import harness as h
 from harness.kube import APIServer, GenerationChangedPredicate, Informer, KubeObject, watch
 from harness.sim import Access, PlanChooser, RandomChooser, Trace, run_once
@@ -337,3 +340,24 @@ def test_page_summary_and_story_agree(tmp_path: Path) -> None:
     for line in story.lines[1:]:
         said = re.sub(r"^#\d+\s+", "", line)
         assert _html.escape(said, quote=False)[:80] in page or line.startswith("   "), said
+
+
+@settings(max_examples=300, deadline=None, database=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 3), st.one_of(st.none(), st.integers(0, 4))),
+                max_size=40),
+       st.integers(0, 32), st.integers(0, 3), st.one_of(st.none(), st.integers(0, 4)))
+def test_reads_from_is_the_last_write_of_the_version_read(
+        writes: list[tuple[int, int, int | None]], step: int, index: int, version: int | None) -> None:
+    """The story's reads-from, a binary search since a runaway's 200,000 steps made the walk take minutes, is the
+    walk's answer: the last write of the version read before the read, else the last write before it; never the
+    reading step's own."""
+    from harness.explore._story import _read_from, _writers
+
+    fps: dict[int, tuple[Access, ...]] = {}
+    for s, _i, v in sorted(writes, key=lambda w: (w[0], w[1])):
+        fps[s] = (*fps.get(s, ()), Access("x", True, version=v))
+    before = [(s, i, a.version) for s in sorted(fps) for i, a in enumerate(fps[s]) if (s, i) < (step, index)]
+    same = [w for w in before if version is not None and w[2] == version]
+    best = same[-1] if same else before[-1] if before else None
+    expected = None if best is None or best[0] == step else best[0]
+    assert _read_from(_writers(fps), Access("x", version=version), step, index) == expected
