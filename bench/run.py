@@ -149,6 +149,7 @@ def time_to_failure(settings: Settings) -> list[dict[str, Any]]:
 TWO_FAULT_MODELS = ("examples/rabbitmq_time_travel.py:scenario", "examples/pxc_stale_state.py:scenario",
                     "examples/cass_operator_412.py:scenario", "examples/cassandra_stale_pod_pvc.py:scenario",
                     "examples/rabbitmq_stale_resize.py:scenario", "examples/zookeeper_stale_scale.py:scenario",
+                    "examples/casskop_stale_deletion.py:scenario", "examples/zookeeper_stale_deletion.py:scenario",
                     "examples/cassandra_unobserved_pvc.py:scenario")
 
 
