@@ -102,7 +102,7 @@ class _Slice:
     #: step -> its accesses (faults' and picks' folded into the step they happened in)
     fps: dict[int, tuple[Access, ...]]
     continues: dict[int, int]
-    #: resource -> [(step, index in the step, version)] of its deciding writes, in order
+    #: resource -> its deciding writes, in order
     writers: dict[str, _WriteLog]
     #: the steps kept, each with how far from the violation (1: it wrote what the oracle read)
     depth: dict[int, int]
@@ -120,13 +120,11 @@ class _WriteLog:
     """One resource's deciding writes in run order, indexed so that "which write did this read see" is a
     binary search, not a walk over every write before it (a runaway's 200,000 steps made the walk minutes)."""
 
-    __slots__ = ("at", "by_version", "steps")
+    __slots__ = ("at", "by_version")
 
     def __init__(self) -> None:
         #: (step, index in the step) of each write, ascending
         self.at: list[tuple[int, int]] = []
-        #: the step of each write, in the same order
-        self.steps: list[int] = []
         #: version -> the positions in ``at`` of the writes that made it, ascending
         self.by_version: dict[int, list[int]] = {}
 
@@ -134,7 +132,6 @@ class _WriteLog:
         if version is not None:
             self.by_version.setdefault(version, []).append(len(self.at))
         self.at.append((step, index))
-        self.steps.append(step)
 
 
 def _writers(fps: dict[int, tuple[Access, ...]]) -> dict[str, _WriteLog]:
@@ -167,7 +164,8 @@ def _read_from(writers: dict[str, _WriteLog], a: Access, step: int, index: int) 
             j = bisect.bisect_left(made, before)
             if j:
                 best = made[j - 1]
-    return None if log.steps[best] == step else log.steps[best]
+    wrote = log.at[best][0]
+    return None if wrote == step else wrote
 
 
 def _owners(records: Sequence[Record]) -> dict[int, int]:
