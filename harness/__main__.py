@@ -8,7 +8,8 @@ try:
     from . import _interrupt
     from ._terminal import QuietPipe
 
-    sys.stdout = QuietPipe(sys.stdout)  # `hunt | head`: quiet, own exit code
+    sys.stdout = quiet = QuietPipe(sys.stdout)  # `hunt | head`: quiet, stops at once, exit 141
+    quiet.watch_reader(_interrupt.request_stop_for_closed_pipe)
     from .cli import main
 
     _interrupt.keep_until_exit()  # this process ends with the command: no window for a late Ctrl-C traceback

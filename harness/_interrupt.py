@@ -37,16 +37,36 @@ _signal = signal.SIGINT
 EXIT_INTERRUPTED = 130
 #: the exit status of a process ended by SIGTERM (128 + 15)
 EXIT_TERMINATED = 143
+#: the exit status of a process whose standard output's reader went away (128 + SIGPIPE's 13), as ``yes | head``
+EXIT_CLOSED_PIPE = 141
 
 
 def exit_status() -> int:
-    """130 after Ctrl-C, 143 after SIGTERM: what a shell reports for a process that signal ended."""
-    return EXIT_TERMINATED if _signal == signal.SIGTERM else EXIT_INTERRUPTED
+    """130 after Ctrl-C, 143 after SIGTERM, 141 after a closed pipe: what a shell reports for a process that
+    signal ended."""
+    if _signal == signal.SIGTERM:
+        return EXIT_TERMINATED
+    return EXIT_CLOSED_PIPE if _signal == signal.SIGPIPE else EXIT_INTERRUPTED
 
 
 def stop_signal_name() -> str:
-    """``"Ctrl-C"`` or ``"SIGTERM"``: what asked this process to stop, in the words of its one line."""
-    return "SIGTERM" if _signal == signal.SIGTERM else "Ctrl-C"
+    """``"Ctrl-C"``, ``"SIGTERM"`` or ``"a closed pipe"``: what asked this process to stop, in the words of its
+    one line."""
+    if _signal == signal.SIGTERM:
+        return "SIGTERM"
+    return "a closed pipe" if _signal == signal.SIGPIPE else "Ctrl-C"
+
+
+def request_stop_for_closed_pipe() -> None:
+    """Standard output's reader went away (``hunt | head -3``): stop as after Ctrl-C, with exit status 141.
+
+    Called from the pipe's watcher thread (:meth:`harness._terminal.QuietPipe.watch_reader`) the moment the
+    reader closes, not at the next line printed: a search prints nothing until it ends.
+    """
+    global _signal
+    if not _requested:
+        _signal = signal.SIGPIPE
+    request_stop()
 
 
 def stop_requested() -> bool:
@@ -94,6 +114,15 @@ def sigint_requests_stop(second: Callable[[], str] | None = None) -> Iterator[No
                 os._exit(EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED)
         _signal = signal.Signals(signum)
         request_stop()
+        # answered at once, even while a run is busy: the run in hand ends first (a CPU loop that never yields
+        # is ended by the watchdog, harness.sim._watchdog)
+        import sys
+
+        try:
+            print(f"stopping: waiting for the current run to end ({stop_signal_name()} again stops at once)",
+                  file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # stderr closed: the stop itself still stands
+            pass
 
     previous = signal.signal(signal.SIGINT, handler)
     previous_term = signal.signal(signal.SIGTERM, handler)

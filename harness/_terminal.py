@@ -31,9 +31,9 @@ def markup_safe(text: object) -> str:
 class QuietPipe:
     """``sys.stdout`` that goes quiet when its reader goes away (``hunt ... | head``).
 
-    A closed pipe is not the command's failure: the search goes on, its files
-    are written and its exit code is its own; only what it prints is dropped.
-    Python's default (``BrokenPipeError`` at the next print, then another at
+    A closed pipe stops the command as Ctrl-C does (:meth:`watch_reader`): the
+    run in hand ends, what was found is kept and the index written, and the exit
+    status is 141, a shell's for a closed pipe. Python's default (``BrokenPipeError`` at the next print, then another at
     exit) made ``hunt | head`` exit 1 with a traceback or with nothing. The file
     descriptor is pointed at ``os.devnull`` so the interpreter's last flush
     cannot fail either (the recipe of Python's ``signal`` documentation, "Note on
@@ -69,6 +69,41 @@ class QuietPipe:
             os.close(devnull)
         except (OSError, ValueError, AttributeError):
             pass
+
+    def watch_reader(self, gone: Any) -> None:
+        """Call ``gone()`` the moment the reader of this pipe goes away, from a daemon thread.
+
+        A search prints nothing until it ends, so waiting for the next write made
+        ``hunt | head -3`` run the whole hunt after ``head`` had exited. Linux
+        reports a pipe whose reader closed as ``POLLERR`` on its write end; the
+        thread blocks in ``poll`` (no CPU) and is started only when standard
+        output is a pipe or a socket.
+        """
+        import os
+        import select
+        import stat
+        import threading
+
+        try:
+            fd = self._stream.fileno()
+            mode = os.fstat(fd).st_mode
+        except (OSError, ValueError, AttributeError):
+            return
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)) or not hasattr(select, "poll"):
+            return
+
+        def watch() -> None:
+            poller = select.poll()
+            poller.register(fd, select.POLLERR)
+            try:
+                while not any(ev & (select.POLLERR | select.POLLHUP | select.POLLNVAL) for _, ev in poller.poll()):
+                    pass
+            except OSError:
+                return
+            self._drop()
+            gone()
+
+        threading.Thread(target=watch, name="stdout reader", daemon=True).start()
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...: the stream's own
         return getattr(self._stream, name)

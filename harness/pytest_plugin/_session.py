@@ -236,7 +236,7 @@ def _record(config: pytest.Config, state: _SessionState, p: dict[str, Any]) -> N
     )
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitCode = 0) -> None:
     config = session.config
     if session.config in _CONFIG:
         _CONFIG.remove(session.config)
@@ -255,7 +255,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         s = settings_of(config)
         ensure_report_dir(s.report_dir)
         entries = sorted(state.entries, key=lambda e: e.name)
-        write_index(entries, s.report_dir, title=f"race-harness pytest session (seed {s.seed})")
+        # a session cut by Ctrl-C, -x or --maxfail ran fewer searches than it collected: its index says so
+        cut = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)
+        write_index(entries, s.report_dir, title=f"race-harness pytest session (seed {s.seed})", interrupted=cut)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

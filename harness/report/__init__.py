@@ -18,6 +18,7 @@ from ._html import render_counterexample_html as render_counterexample_html
 from ._html import slug as slug
 from ._html import write_counterexample_html as write_counterexample_html
 from ._index import ReportEntry as ReportEntry
+from ._index import interrupted_words as interrupted_words
 from ._index import render_index as render_index
 from ._index import render_summary as render_summary
 from ._index import verdict_words as verdict_words
@@ -29,5 +30,5 @@ __all__ = [
     "MAX_STEPS", "ReportEntry", "StateLog", "atomic_write_text", "capture_states", "ensure_report_dir",
     "free_stem", "is_ours", "record_written", "write_owned",
     "render_counterexample_html", "render_index", "render_summary", "slug", "verdict_words",
-    "write_counterexample_html", "write_index",
+    "write_counterexample_html", "write_index", "interrupted_words",
 ]

@@ -80,7 +80,7 @@ class ReportEntry:
 
 _VERDICT_WORDS = {
     "found": "violation found",
-    "none-found": "none found (not a proof)",
+    "none-found": "clean (sampled)",  # one word for it everywhere: the terminal, the index, its filter
     "proved-clean": "proved clean",
     "interrupted": "interrupted",
     "model-error": "model error (not the race)",
@@ -236,8 +236,14 @@ def render_index(
     title: str = "race-harness session",
     command_line: str | None = None,
     earlier: list[EarlierHunt] | None = None,
+    planned: int | None = None,
+    interrupted: bool = False,
 ) -> str:
     """The index page as a string; links are relative to ``directory``.
+
+    ``interrupted``: the session was cut (Ctrl-C, SIGTERM) after ``len(entries)``
+    of ``planned`` searches; its badge says so and never "all as promised",
+    since the searches that never ran promised nothing.
 
     ``earlier``: the hunts written into the same folder before (newest first),
     listed below this one with their command and time, so a second hunt never
@@ -276,6 +282,7 @@ def render_index(
         "rows": rows,
         "groups": groups,
         "unexpected": groups["unexpected"],
+        "cut": interrupted_words(len(entries), planned) if interrupted else None,
         "total_runs": sum(e.runs for e in entries),
         "total_seconds": sum(e.seconds for e in entries),
     }
@@ -288,6 +295,8 @@ def write_index(
     *,
     title: str = "race-harness session",
     command_line: str | None = None,
+    planned: int | None = None,
+    interrupted: bool = False,
 ) -> Path:
     """Write ``directory/index.html`` listing ``entries`` (atomically), then every earlier hunt's pages; links
     are relative.
@@ -303,10 +312,18 @@ def write_index(
     earlier = earlier_hunts(entries, d)
     prov = provenance(command_line)
     page = write_owned(  # a user's own index.html is kept; this one goes beside it (index-2.html)
-        d / "index.html", render_index(entries, d, title=title, command_line=command_line, earlier=earlier)
+        d / "index.html", render_index(entries, d, title=title, command_line=command_line, earlier=earlier,
+                                         planned=planned, interrupted=interrupted)
     )
     _write_history(entries, earlier, d, prov.command, prov.written)
     return page
+
+
+def interrupted_words(searches: int, planned: int | None) -> str:
+    """"interrupted after 2 of 16 searches": what a cut session's index, JSON and terminal say of it."""
+    total = searches if planned is None else planned
+    of = f" of {planned:,}" if planned is not None else ""
+    return f"interrupted after {searches:,}{of} {'search' if total == 1 else 'searches'}"
 
 
 def render_summary(entries: list[ReportEntry], console: Any, *, title: str | None = None) -> None:

@@ -66,7 +66,15 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.strip().splitlines() if line.startswith("{")]
+    """The rows of ``hunt --json``, one per search (a cut session's own line is :func:`session_line`)."""
+    rows = [json.loads(line) for line in text.strip().splitlines() if line.startswith("{")]
+    return [r for r in rows if "session" not in r]
+
+
+def session_line(text: str) -> dict[str, Any] | None:
+    """The line ``hunt --json`` ends with when the session was cut, else None."""
+    rows = [json.loads(line) for line in text.strip().splitlines() if line.startswith("{")]
+    return next((r for r in rows if "session" in r), None)
 
 
 def assert_one_clean_error(err: str, *words: str) -> None:

@@ -8,6 +8,7 @@ real SIGINTs at instants spread over a whole hunt of a documented race.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import interrupting
 import pytest
-from cli_support import ROOT, json_lines, run_cli, run_main
+from cli_support import ROOT, json_lines, run_cli, run_main, session_line
 
 import harness as h
 from harness.explore import Counterexample
@@ -52,7 +53,9 @@ def test_item1_ctrl_c_during_the_minimality_proof_keeps_the_finding(
     [rec] = json_lines(out)
     assert rec["verdict"] == "interrupted" and rec["found"] is True and rec["proved_minimal"] is not True
     assert "interrupted: kept 1 counterexample (" in err and "), not proved minimal (interrupted); the index" in err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    # the first Ctrl-C is answered at once, then the one line of what was kept
+    assert "Traceback" not in err and err.strip().splitlines()[0].startswith("stopping: waiting for the current run")
+    assert len(err.strip().splitlines()) == 2
     saved = json.loads(Path(rec["trace"]).read_text())
     assert saved["meta"]["minimality"] == "not proved minimal (interrupted)" and saved["proved_minimal"] is None
     assert (tmp_path / "index.html").is_file()
@@ -86,6 +89,30 @@ def test_ctrl_c_in_the_search_skips_the_remaining_searches_and_lists_what_ran(
     [rec] = json_lines(out)
     assert rec["variant"] == "buggy" and rec["verdict"] == "interrupted" and rec["found"] is False
     assert "interrupted: kept 0 counterexamples; the index of 1 search of 2 is" in err
+
+
+def test_interrupted_index_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 52, item 2: a cut session's index never shows "all as promised"; it and --json say how far it got."""
+    code, out, _ = run_main(
+        capsys, "hunt", TOY, "--variant", "both", "--strategy", "random", "--budget", "3000", "--seed", "2",
+        "--json", "--param", "token=index", "--param", "interrupt_at=2", "--report-dir", str(tmp_path),
+    )
+    assert code == 130
+    page = (tmp_path / "index.html").read_text()
+    assert "all as promised" not in page
+    assert "interrupted after 1 of 2 searches" in page
+    session = session_line(out)
+    assert session is not None and session["session"] == "interrupted"
+    assert (session["searches"], session["planned"]) == (1, 2)
+    assert session["outcome"] == "interrupted after 1 of 2 searches"
+    # the same hunt run whole says nothing of the kind
+    whole = tmp_path / "whole"
+    code, out, _ = run_main(
+        capsys, "hunt", TOY, "--variant", "both", "--strategy", "random", "--budget", "3000", "--seed", "2",
+        "--json", "--param", "token=index-whole", "--report-dir", str(whole),
+    )
+    assert code == 0 and session_line(out) is None
+    assert "all as promised" in (whole / "index.html").read_text()
 
 
 def _spawn(report_dir: Path, variant: str = "buggy", *extra: str) -> subprocess.Popen[str]:
@@ -135,7 +162,8 @@ def test_a_second_ctrl_c_after_the_first_is_answered_exits_130_at_once_with_its_
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 130, done.stderr
     assert done.stdout == "" and time.monotonic() - started < 10
-    assert done.stderr == "interrupted again: stopped at once; kept 1 counterexample\n"
+    assert done.stderr == ("stopping: waiting for the current run to end (Ctrl-C again stops at once)\n"
+                           "interrupted again: stopped at once; kept 1 counterexample\n")
 
 
 @pytest.mark.slow
@@ -241,4 +269,27 @@ def test_ctrl_c_during_start_up_is_one_line_without_traceback(tmp_path: Path) ->
         assert not ours, (delay, err)  # no traceback through any module of the harness
         if "Traceback" not in err:
             assert proc.returncode in (0, 130, -signal.SIGINT), (delay, err)
-            assert len(err.strip().splitlines()) <= 1, (delay, err)
+            lines = err.strip().splitlines()
+            if lines and lines[0].startswith("stopping: waiting for the current run"):  # answered at once
+                lines = lines[1:]
+            assert len(lines) <= 1, (delay, err)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pipe's reader going away is seen by poll")
+def test_closed_pipe_stops_the_hunt(tmp_path: Path) -> None:
+    """Issue 52, item 5: ``hunt | head -3`` stops when ``head`` exits, not after the whole hunt: the search in
+    hand ends, the index is written and says how far the session got, and the exit status is a closed pipe's."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "hunt", "--report-dir", str(tmp_path)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert proc.stdout is not None
+    first = [proc.stdout.readline() for _ in range(3)]  # what `head -3` reads
+    proc.stdout.close()  # ... and then `head` exits
+    _, err = proc.communicate(timeout=300)
+    assert all(first), first
+    assert proc.returncode == 141, err
+    assert "interrupted by a closed pipe: kept" in err and "Traceback" not in err, err
+    page = (tmp_path / "index.html").read_text()
+    m = re.search(r"interrupted after (\d+) of (\d+) searches", page)
+    assert m is not None and int(m[1]) < int(m[2]), "the hunt stopped before its last search"
