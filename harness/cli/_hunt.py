@@ -125,7 +125,7 @@ def _hunt_end(
     try:
         from ..report import write_index
 
-        kept.index = str(write_index(entries, out_dir))
+        kept.index = str(write_index(entries, out_dir, planned=planned, interrupted=interrupted))
         if Path(kept.index).name != "index.html":
             print(f"note: {out_dir / 'index.html'} is not a file race-harness wrote; kept it, and wrote the index "
                   f"to {kept.index} beside it", file=sys.stderr)
@@ -142,13 +142,18 @@ def _hunt_end(
                               markup=False)
         if kept.index:
             console.print(f"report: {kept.index}", markup=False, highlight=False)
+    if interrupted and args.json:  # the session's own line: the rows above are not all it promised
+        from ..report import interrupted_words
+
+        print(json.dumps({"session": "interrupted", "searches": len(entries), "planned": planned,
+                          "outcome": interrupted_words(len(entries), planned), "index": kept.index}), flush=True)
     if interrupted:
         unproved = ""
         if kept.unproved:
             some = "" if len(kept.traces) == 1 else f"{len(kept.unproved)} of them "
             unproved = f", {some}not proved minimal (interrupted)"
         print(
-            f"interrupted{' by SIGTERM' if stop_signal_name() == 'SIGTERM' else ''}: "
+            f"interrupted{'' if stop_signal_name() == 'Ctrl-C' else ' by ' + stop_signal_name()}: "
             f"kept {_n(len(kept.traces), 'counterexample')}"
             f"{' (' + ', '.join(kept.traces) + ')' if kept.traces else ''}{unproved}; "
             + (f"the index of {_n(len(entries), 'search', 'searches')} of {planned} is {kept.index}"
@@ -214,6 +219,11 @@ def _hunt_one(
                 live.stop()
     cx = result.counterexample
     json_path = html_path = None
+    expect = t.expect_by_variant.get(variant)
+    runaway = result.verdict == "runaway"  # a runaway met after a counterexample was found leaves it standing
+    broken = _model_error(result, t.params_by_variant[variant], expect) if cx is not None else None
+    if runaway:  # its own finding: never the race, never as promised (exit 1)
+        broken = runaway_line(result.runaway or "")
     failed = False
     unproved = cx is not None and result.verdict == "interrupted" and cx.proved_minimal is not True
     if cx is not None:
@@ -227,6 +237,8 @@ def _hunt_one(
                        report=html_file.name)  # the page beside the trace
         if unproved:
             cx.meta["minimality"] = "not proved minimal (interrupted)"
+        if broken and not runaway:  # the page of a replay says it too
+            cx.meta["model_error"] = broken
         _copy_scenario_file(cx, out_dir / f"{stem}.py", label)
         try:
             cx.save(json_file)
@@ -253,16 +265,12 @@ def _hunt_one(
                     seed=args.seed,
                     json_path=json_path,
                     index_path=out_dir / "index.html",
+                    model_error=broken if broken and not runaway else None,
                 )
                 record_written(html_file)
                 html_path = str(html_file)
             except Exception as exc:
                 print(f"warning: could not write the HTML report for {label}: {_one_line(exc)}", file=sys.stderr)
-    expect = t.expect_by_variant.get(variant)
-    runaway = result.verdict == "runaway"  # a runaway met after a counterexample was found leaves it standing
-    broken = _model_error(result, t.params_by_variant[variant], expect) if cx is not None else None
-    if runaway:  # its own finding: never the race, never as promised (exit 1)
-        broken = runaway_line(result.runaway or "")
     entry = ReportEntry(
         name=t.name,
         variant=variant,
@@ -348,9 +356,12 @@ def _model_error(result: Any, params: dict[str, Any], expect: str | None) -> str
 
     if result.model_error is not None:
         return f"model error: {result.model_error}"
-    if expect == "violation":  # the variant that should fail: does the other one fail the same way?
-        return both_variants_raise(result.counterexample, params)
-    return None
+    # One fact, one verdict: whichever variant failed (the buggy one as promised, or the fixed one, searched
+    # alone or beside it), the other variant is run under the same plan; an exception or a wait that both show
+    # alike is the model's in every row. ``expect`` is no longer consulted: a fixed row once said "found
+    # UNEXPECTED" where its buggy row said "model error" for the same hang.
+    del expect
+    return both_variants_raise(result.counterexample, params)
 
 
 def _copy_scenario_file(cx: Any, copy: Path, label: str) -> None:

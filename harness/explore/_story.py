@@ -85,10 +85,14 @@ class Story:
     verdict: str
     #: whether the notes came from a fresh run (False: the run could not be repeated; steps only)
     told: bool = True
-    #: the plan entries as the story tells them, one line each (the page's "how the run got there")
+    #: the plan entries as the story tells them, one line each (the page's "how the run got there"), in the
+    #: order they happened
     entries: tuple[str, ...] = ()
     #: the apiserver objects the violation and the shown steps read or wrote (the page's state table)
     objects: tuple[str, ...] = ()
+    #: for each of ``entries``, the index of its entry in the counterexample's plan (the plan's order is the
+    #: search's, the story's is the run's: a page that pairs a line with its plan entry's steps needs both)
+    entry_plan: tuple[int, ...] = ()
 
     def __str__(self) -> str:
         return "\n".join(self.lines)
@@ -320,8 +324,8 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
         by_step.setdefault(owner.get(n.step, n.step), []).append(n)
     keep: set[int] = set()
     told: set[int] = set()  # steps a plan line tells already (a fault, a pick): no line of their own below
-    head = (_entry_lines(cx.plan, records, notes, keep, told, v.time) if cx.plan is not None
-            else _positional_lines(records, keep, told))
+    ordered = _entry_lines(cx.plan, records, notes, keep, told, v.time) if cx.plan is not None else []
+    head = [line for line, _ in ordered] if cx.plan is not None else _positional_lines(records, keep, told)
 
     # --- the slice, from what the oracle read (and the violating actor's last step) back
     seed_steps: list[int] = []
@@ -399,8 +403,9 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
     title = _title(cx, trace, causal, len(chosen), len(causal & told), repeats & causal, unshown, quiet, fallback)
     objects = _objects(oracle, chosen, sl)
     lines = [title, *head, *body, *tail]
-    return Story(tuple(lines), frozenset(chosen), frozenset(causal), verdict, trace.noted,
-                 tuple(h for h in head if not h.startswith("... ")), objects)
+    entries = tuple(h for h in head if not h.startswith("... "))
+    return Story(tuple(lines), frozenset(chosen), frozenset(causal), verdict, trace.noted, entries, objects,
+                 tuple(i for _, i in ordered[:len(entries)]))
 
 
 def _checked_later(v: Violation) -> bool:
@@ -613,8 +618,9 @@ def presented(records: Iterable[Record], notes: Sequence[Note], *, plan: bool) -
 
 
 def _entry_lines(plan: Sequence[Hold | Fault | Pick], records: Sequence[Record], notes: Sequence[Note],
-                 keep: set[int], told: set[int], end: float) -> list[str]:
-    """One line per plan entry: what it did and where, each hold once and as it happened.
+                 keep: set[int], told: set[int], end: float) -> list[tuple[str, int]]:
+    """One line per plan entry, with its index in the plan: what it did and where, each hold once and as it
+    happened, in the order the entries acted in the run.
 
     A hold "as long as its window allows" says how long it actually held:
     the seconds from the step that first passed it over to the step it ran
@@ -684,7 +690,8 @@ def _entry_lines(plan: Sequence[Hold | Fault | Pick], records: Sequence[Record],
                 told.add(rec.step)
             out.append((rec.step if rec is not None else 1 << 30,
                         _cut(f"picked{where}: {e.at.actor}: {e.at.label} -> option {e.value}")))
-    return [line for _, line in sorted(out, key=lambda t: t[0])]
+    order = sorted(range(len(out)), key=lambda i: out[i][0])  # stable: entries acting at one step keep plan order
+    return [(out[i][1], i) for i in order]
 
 
 def _positional_lines(records: Sequence[Record], keep: set[int], told: set[int]) -> list[str]:

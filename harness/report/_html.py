@@ -25,6 +25,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from .._verdicts import waiting
 from ..explore import Counterexample
 from ..explore._story import presented
 from ..sim import VERDICTS
@@ -35,6 +36,7 @@ from ._snapshot import StateLog, capture_states
 from ._story import deviations, minimality, plan_lines, relevant, violating_actor
 from ._text import breakable, linkify, upstream_repo
 from ._timeline import MAX_STEPS, Fold, box_text, counts, focus, full, is_fault, lanes_of
+from ._why import why_sentence
 
 __all__ = ["MAX_STEPS", "render_counterexample_html", "slug", "write_counterexample_html"]
 
@@ -123,8 +125,14 @@ def render_counterexample_html(
     json_path: str | os.PathLike[str] | None = None,
     index_path: str | os.PathLike[str] | None = None,
     command_line: str | None = None,
+    model_error: str | None = None,
 ) -> str:
     """The report as a string; :func:`write_counterexample_html` writes it.
+
+    ``model_error``: the hunt's "model error: ..." line when this failure is the
+    model's, not the race (default: ``cx.meta["model_error"]``, which the hunt
+    saves with the trace). The page then says so in its badge, box and text, as
+    the terminal and the index do, and gives the same remedy.
 
     ``page_path`` is where the page will live (links and the replay command
     are made relative to its folder); ``json_path`` the saved trace (default:
@@ -173,6 +181,10 @@ def render_counterexample_html(
         if c is not None:
             charts.append(c)
     minimal, proof = minimality(cx)
+    if model_error is None and isinstance(cx.meta.get("model_error"), str):
+        model_error = str(cx.meta["model_error"])
+    # a deadlock is charged to the actor that waits, at the line it waits on; never to the step it ran last
+    waits = waiting(v)
     repo = upstream_repo(upstream) or upstream_repo(str(cx.meta.get("upstream", "")))
     state_note = "" if state.available or not state.note.startswith("object state unavailable") else state.note
     params = ", ".join(f"{k}={val!r}" for k, val in cx.params.items())
@@ -183,7 +195,9 @@ def render_counterexample_html(
         "title": title,
         "cx": cx,
         "v": v,
-        "verdict": VERDICTS.get(v.kind, v.kind),
+        "verdict": "model error (not the race)" if model_error else VERDICTS.get(v.kind, v.kind),
+        "model_error": model_error,
+        "waits": waits,
         "message": linkify(v.message, repo),
         "upstream": linkify(upstream, repo, commits=True) if upstream else "",
         "params": params,
@@ -202,7 +216,12 @@ def render_counterexample_html(
         "proof": proof,
         "program": cx.program(),
         "story_lines": _story_lines(cx),
-        "story_entries": list(zip(story.entries, [p.steps for p in plan], strict=False)) if cx.plan is not None else [],
+        "why": why_sentence(cx),
+        # each story line with the steps of its own plan entry: the story tells entries in the run's order,
+        # the plan lists them in the search's (zipping the two paired a hold with another entry's steps)
+        "story_entries": [(text, plan[i].steps if i < len(plan) else ())
+                          for text, i in zip(story.entries, story.entry_plan, strict=False)]
+        if cx.plan is not None else [],
         "story_told": cx.told().noted,
         # an oracle that broke because time passed: the badge says the instant, not the step before it
         "vlate": v.time if vrec is not None and v.time > vrec.time + 1e-9 else None,
@@ -255,6 +274,7 @@ def write_counterexample_html(
     json_path: str | os.PathLike[str] | None = None,
     index_path: str | os.PathLike[str] | None = None,
     command_line: str | None = None,
+    model_error: str | None = None,
 ) -> Path:
     """Write the self-contained HTML report of ``cx`` to ``path`` (atomically) and return it.
 
@@ -271,6 +291,7 @@ def write_counterexample_html(
         json_path=json_path,
         index_path=index_path,
         command_line=command_line,
+        model_error=model_error,
     )
     return atomic_write_text(path, text)
 

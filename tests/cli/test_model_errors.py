@@ -65,6 +65,18 @@ async def counter(world: h.World, *, fixed: bool = False, concurrent: bool = Tru
 
 
 @h.scenario
+async def waits_in_both(world: h.World, *, fixed: bool = False) -> None:
+    """A controller waits on an event nothing sets, identically in both variants."""
+    ready = world.Event()
+
+    async def controller() -> None:
+        await world.step("reconcile")
+        await ready.wait()
+
+    world.spawn("ctrl", controller)
+
+
+@h.scenario
 async def panics_when_buggy(world: h.World, *, fixed: bool = False) -> None:
     """A controller panics on a nil map only in the buggy variant: a panic is a bug, found as an exception."""
     cache: dict[str, int] = {}
@@ -220,3 +232,42 @@ def test_live_crash_is_a_model_error(models: Path) -> None:
         assert js.returncode == 1 and row["found"] is False and row["expected"] is False
         assert row["model_error"].startswith("the scenario raised TypeError at ")
         assert "models.py:13 in setup_breaks" in row["model_error"]
+
+
+def test_same_failure_in_both_variants_is_one_verdict(models: Path) -> None:
+    """Issue 52, item 4: a hang both variants show alike is a model error in every row, and searched alone too."""
+    for variant in ("both", "fixed", "buggy"):
+        proc = run_cli("hunt", "models.py:waits_in_both", "--variant", variant, "--json", "--report-dir", "out",
+                       cwd=models)
+        recs = json_lines(proc.stdout)
+        assert proc.returncode == 1, (variant, proc.stdout, proc.stderr)
+        assert recs and all(r["verdict"] == "model-error" and r["found"] is False for r in recs), (variant, recs)
+        assert all("both variants deadlock the same way" in r["model_error"] for r in recs)
+    # the same for an exception: the fixed variant searched alone is a model error, never "found UNEXPECTED"
+    proc = run_cli("hunt", "models.py:panics_in_both", "--variant", "fixed", "--report-dir", "out", cwd=models)
+    assert proc.returncode == 1 and "[MODEL ERROR]" in proc.stdout and "UNEXPECTED]" not in proc.stdout
+    # the control: a failure of the fixed variant alone stays the fixed variant's finding
+    proc = run_cli("hunt", "models.py:counter", "--variant", "fixed", "--param", "concurrent=true", "--json",
+                   "--report-dir", "out", cwd=models)
+    [rec] = json_lines(proc.stdout)
+    assert rec["verdict"] != "model-error"
+
+
+def test_model_error_page_says_model_error(models: Path) -> None:
+    """Issue 52, item 3: the page of a model error says what the terminal and the index say, and blames the
+    actor that waits at the line it waits on, not the step it ran last."""
+    proc = run_cli("hunt", "models.py:waits_in_both", "--variant", "both", "--json", "--report-dir", "out",
+                   cwd=models)
+    recs = json_lines(proc.stdout)
+    page = Path(models / recs[0]["report"]).read_text() if not Path(recs[0]["report"]).is_absolute() \
+        else Path(recs[0]["report"]).read_text()
+    bar = page[page.index('<span class="pill bad">'):].split("</span>")[0]
+    assert "model error (not the race)" in bar
+    assert "Model error (not the race)" in page and "Deadlock: deadlock" not in page
+    assert "both variants deadlock the same way" in page  # the CLI's own line and remedy
+    assert "load or logic bug" not in page and "while doing" not in page
+    assert "waits for <span class=\"q\">wait for event</span>" in page and "models.py:" in page
+    # and a replay's page of the saved trace says so too (the hunt kept it in the trace)
+    saved = json.loads(Path(models / recs[0]["trace"] if not Path(recs[0]["trace"]).is_absolute()
+                            else recs[0]["trace"]).read_text())
+    assert saved["meta"]["model_error"].startswith("model error: both variants deadlock")
