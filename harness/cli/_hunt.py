@@ -275,8 +275,10 @@ def _hunt_one(
         name=t.name,
         variant=variant,
         verdict="runaway" if runaway else "model-error" if broken else result.verdict,
-        outcome=(f"{broken}; {result.outcome}" if broken and result.verdict != "model-error" else result.outcome)
-        + (_unapplied_words(result.unapplied) if result.unapplied else ""),
+        # a plan that did not apply is said first: it voids the run, and the search's sentence (every fault kind
+        # with no point in the model, ...) can run to hundreds of characters
+        outcome=(_unapplied_words(result.unapplied).removeprefix("; ") + "; " if result.unapplied else "")
+        + (f"{broken}; {result.outcome}" if broken and result.verdict != "model-error" else result.outcome),
         found=cx is not None and broken is None,
         runs=result.runs,
         seconds=result.seconds,
@@ -390,6 +392,10 @@ def _copy_scenario_file(cx: Any, copy: Path, label: str) -> None:
               "the original file", file=sys.stderr)
         return
     ref = f"{copy.resolve().as_posix()}:{qualname}"
+    try:  # a replay after the user edits it says it replays the copy, not the edit (relative: a trace is portable)
+        cx.meta["hunted_file"] = Path(where).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        pass  # outside the folder the hunt ran in: a replay there could not read it anyway
     _NAMED[ref] = resolve_scenario(cx.scenario)  # this process keeps running the function it already loaded
     cx.scenario = ref
     cx.scenario_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -24,6 +24,7 @@ def _replay(args: argparse.Namespace) -> int:
             "not with a trace FILE, whose parameters and choices are fixed by its checksum"
         )
     cx = Counterexample.load(target)
+    _say_if_the_hunted_file_changed(cx, target)
     try:
         out = cx.replay(check=False, notes=True)
     except HarnessError as exc:
@@ -94,3 +95,35 @@ def _print_replay(args: argparse.Namespace, head: str, out: Any, deviations: int
         print(printable(f"=> {violation or 'no violation'}"))
         tail = f"{_n(deviations, 'deviation')}, {_n(out.steps, 'step')}, digest {out.trace.digest()[:16]}"
         print(printable(f"{verdict} ({violation}); {tail}" if verdict is not None else tail))
+
+
+def _say_if_the_hunted_file_changed(cx: Any, target: str) -> None:
+    """On stderr, before anything runs: the model file the trace was hunted from has changed since.
+
+    A hunt copies a file scenario beside its trace and the trace names the copy
+    (so a report folder replays anywhere); a user who fixed the model and
+    replays sees the old model run, and was told so only by the path on the
+    first line. The trace is untrusted: only a relative ``.py`` path under the
+    current folder is read, and only to compare its SHA-256 with the copy's.
+    """
+    import hashlib
+    import sys
+
+    hunted = cx.meta.get("hunted_file")
+    if not isinstance(hunted, str) or not hunted.endswith(".py") or cx.scenario_sha256 is None:
+        return
+    file = Path(hunted)
+    try:
+        if file.is_absolute() or not file.resolve().is_relative_to(Path.cwd().resolve()) or not file.is_file():
+            return
+        now = hashlib.sha256(file.read_bytes()).hexdigest()
+    except (OSError, ValueError):
+        return
+    if now == cx.scenario_sha256:
+        return
+    copy, _, qualname = cx.scenario.rpartition(":")
+    print(printable(
+        f"note: {hunted} has changed since {target} was hunted; this replays the copy saved beside the trace "
+        f"({Path(copy).name}), the model as it was hunted. To try your change, hunt it again: "
+        f"python -m harness hunt {hunted}:{qualname} --variant both (or run this trace's plan on it: "
+        f"python -m harness hunt {hunted}:{qualname} --plan {target})"), file=sys.stderr)

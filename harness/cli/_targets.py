@@ -48,6 +48,8 @@ def _resolve_targets(
         if ":" not in name:
             registry = _registered()
             race = registry.get(name)
+            if race is None and name.endswith(".py"):
+                raise UsageError(_file_without_function(name))
             if race is None:
                 raise UsageError(
                     f"unknown race {name!r}; choose from: {', '.join(registry)} -- or name a scenario as "
@@ -95,3 +97,35 @@ def _label(t: _Target, variant: str) -> str:
 def _fmt_given(params: dict[str, Any]) -> str:
     """``drops=false, name=web``: the --param values as they are typed."""
     return ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in params.items())
+
+
+def _file_without_function(name: str) -> str:
+    """``hunt FILE.py``: the error names the form it needs, ``FILE.py:function``, with the file's scenarios.
+
+    The file is read as text and parsed (``ast``), never imported: an unmarked
+    file is not run (the same rule as for a scenario given by name).
+    """
+    import ast
+    from pathlib import Path
+
+    path = Path(name)
+    form = f"name the scenario function after a colon: {name}:FUNCTION"
+    if not path.is_file():
+        return f"{name}: no such file; {form}"
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=name)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return f"{name} names a file, not a scenario; {form}"
+
+    def marked(fn: ast.AST) -> bool:
+        decorators = getattr(fn, "decorator_list", [])
+        return any((isinstance(d, ast.Name) and d.id == "scenario")
+                   or (isinstance(d, ast.Attribute) and d.attr == "scenario") for d in decorators)
+
+    found = [n.name for n in tree.body if isinstance(n, ast.AsyncFunctionDef | ast.FunctionDef | ast.ClassDef)
+             and marked(n)]
+    if not found:
+        return (f"{name} names a file, not a scenario, and it marks no function with @harness.scenario; {form}, "
+                "and mark that function with @harness.scenario")
+    return (f"{name} names a file, not a scenario; {form}, e.g. {name}:{found[0]} "
+            f"(its scenarios: {', '.join(found)})")

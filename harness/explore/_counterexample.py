@@ -312,7 +312,15 @@ class Counterexample:
                 f"{why}; {'; '.join(changed)} since the trace was saved. Restore the default, or re-run the hunt "
                 "to get a fresh counterexample."
             )
-        return step, f"{why}. The scenario changed since this trace was saved; re-run the hunt to get a fresh counterexample."
+        if self.scenario_sha256 is not None:  # the file was checked at load: it is the very file hunted
+            return step, (
+                f"{why}. The scenario file is the one this trace was hunted with (its SHA-256 matches), so the "
+                "trace itself was changed after the hunt (edited, its digest recomputed), or the model depends on "
+                "something outside the harness (the wall clock, a global left from another run); re-run the hunt "
+                "to get a fresh counterexample."
+            )
+        return step, (f"{why}. The scenario changed since this trace was saved, or the trace was edited after the "
+                      "hunt; re-run the hunt to get a fresh counterexample.")
 
     def changed_defaults(self) -> list[str]:
         """Each recorded default that the scenario no longer has, in words (empty when unknown or unchanged)."""
