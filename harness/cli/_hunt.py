@@ -68,6 +68,8 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
     from ..explore import Budget
 
     budget = Budget.parse(args.budget) if args.budget is not None else None
+    if getattr(args, "yield_timeout", None) is not None:
+        _set_yield_timeout(args.yield_timeout)
     if args.strategy is not None:
         parse_strategy(args.strategy)
     if args.faults is not None:
@@ -517,3 +519,17 @@ def _json_line(e: Any, cx: Any, found_by: str | None = None) -> dict[str, Any]:
         "proof": None if cx is None else cx.proof,
         "outcome": e.outcome,  # states the space: deviations counted, lag windows, fault kinds
     }
+
+
+def _set_yield_timeout(text: str) -> None:
+    """``--yield-timeout SECONDS``: the watchdog's bound (harness/sim/_watchdog.py), checked before anything runs."""
+    from ..sim._watchdog import configure
+
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):
+        raise UsageError(f"--yield-timeout {text!r} is not a number of seconds >= 0: e.g. --yield-timeout 30, "
+                         "or 0 to turn the watchdog off")
+    configure(bound=seconds)

@@ -117,6 +117,11 @@ def _parser() -> _Parser:
         help="run TARGET once under a hand-written plan (a JSON list of fault/hold/pick entries, or a trace file) "
         "instead of searching, and report it like any counterexample (guide: Plans by hand)",
     )
+    h.add_argument(
+        "--yield-timeout", default=None, metavar="SECONDS",
+        help="wall seconds an actor may run without reaching a yield point before the run is stopped as a model "
+        "error naming its line (a CPU loop never yields; default 10; 0 turns the watchdog off)",
+    )
     h.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
     h.add_argument("--report-dir", default="reports", metavar="DIR", help="where traces and HTML go (default reports/)")
     h.add_argument(

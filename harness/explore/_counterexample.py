@@ -199,7 +199,7 @@ class Counterexample:
         if told is not None:
             return told  # type: ignore[no-any-return]
         trace = self.trace
-        if not trace.noted:
+        if not trace.noted and self.violation.kind != "no-yield":  # that run would hold the watchdog's bound again
             try:
                 fn = resolve_scenario(self.scenario)
                 chooser: Any = PlanChooser(self.plan) if self.plan is not None else ReplayChooser(self.choices)

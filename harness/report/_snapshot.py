@@ -311,6 +311,9 @@ def capture_states(cx: Counterexample) -> StateLog:
     if cx.violation.kind in RUNAWAY_KINDS:
         return StateLog(available=False, note=f"object state unavailable: a {cx.violation.kind} is not re-run "
                         f"for its page ({cx.steps:,} steps again); `python -m harness replay TRACE` re-runs it")
+    if cx.violation.kind == "no-yield":
+        return StateLog(available=False, note="object state unavailable: a run the watchdog stopped is not re-run "
+                        "for its page (it would run the same loop until the watchdog's bound again)")
     obs = _Observer()
     try:
         out = cx.replay(check=False, observer=obs)

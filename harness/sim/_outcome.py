@@ -67,6 +67,7 @@ VERDICTS: dict[str, str] = {
     "actor-raised": "actor raised",
     "deadlock": "deadlock",
     "blocked-outside": "actor blocked outside the harness",
+    "no-yield": "actor never yielded",
     "runaway": "runaway",
     "livelock": "livelock",
     "interrupted": "interrupted",

@@ -64,6 +64,7 @@ from ._primitives import Event, Lock, Queue
 from ._primitives import Queue as _Queue  # in the class body of World, "Queue" is its method
 from ._time import NEVER, TICKS_PER_SECOND, VirtualClock, ceil_ns, later, to_ns, to_seconds
 from ._trace import Access, Note, Record, Trace, _record
+from ._watchdog import NoYield, Watch, arm, disarm
 
 if TYPE_CHECKING:
     from ._realtime import RealClock, RealTime
@@ -304,6 +305,8 @@ class World:
         self._violation: Violation | None = None
         self._interrupted = False
         self._reraise: BaseException | None = None
+        #: the watchdog's watch over this run (None: off, or a real-clock run)
+        self._watch: Watch | None = None
         self._current: _Actor | None = None
         self._controller: tl.Task | None = None
         self._controller_parked = False
@@ -570,6 +573,8 @@ class World:
                 "Fix the model, or catch the error where the upstream code does.",
                 actor,
             )
+        except NoYield as exc:  # the watchdog: this actor ran past its bound without a yield point
+            self._no_yield(actor.name, where(exc), actor)
         except BaseException as exc:
             if real is not None:
                 raise  # KeyboardInterrupt: the real-clock driver ends the run
@@ -1193,20 +1198,49 @@ class World:
             await self._real.main(scenario)
             return
         self._controller = tl.current_task()
+        self._watch = arm(self._progress, self._running)
         try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                nursery.start_soon(self._watch_outside_blocks)
-                self.spawn(MAIN_ACTOR, _call_with_params, scenario, self)
-                try:
-                    await self._control()
-                finally:
-                    self._stopping = True
-                    nursery.cancel_scope.cancel()
-        except KeyboardInterrupt:
+            try:
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    nursery.start_soon(self._watch_outside_blocks)
+                    self.spawn(MAIN_ACTOR, _call_with_params, scenario, self)
+                    try:
+                        await self._control()
+                    finally:
+                        self._stopping = True
+                        nursery.cancel_scope.cancel()
+            except KeyboardInterrupt:
+                self._interrupted = True
+                self._fail("interrupted", "KeyboardInterrupt", "KeyboardInterrupt while the run was in progress", None)
+                raise
+        except* NoYield:  # landed outside an actor (an oracle the scheduler checked): charged to the running one
+            self._no_yield(self._running(), "an oracle or timer callback", None)
+        finally:
+            disarm(self._watch)
+
+    def _progress(self) -> int:
+        """The watchdog's measure of progress: the step counter."""
+        return self._step
+
+    def _running(self) -> str | None:
+        return self._current.name if self._current is not None else None
+
+    def _no_yield(self, name: str | None, at: str, actor: _Actor | None) -> None:
+        """The watchdog stopped ``name`` at ``at``: a model error (the bound passed) or a stop (Ctrl-C)."""
+        tripped = self._watch.tripped if self._watch is not None else None
+        seconds = tripped.seconds if tripped is not None else 0.0
+        who = name or "an actor"
+        if tripped is not None and tripped.stop:
             self._interrupted = True
-            self._fail("interrupted", "KeyboardInterrupt", "KeyboardInterrupt while the run was in progress", None)
-            raise
+            self._fail("interrupted", "stopped without a yield point",
+                       f"{who} was stopped at {at} when the stop was requested: it had run {seconds:.1f} s "
+                       "without a yield point", actor)
+            return
+        self._fail("no-yield", f"{who} never yielded",
+                   f"{who} ran {seconds:.0f} s without a yield point at {at}: a model must await the harness "
+                   "(world.step, world.sleep, an API call, a queue's get); a CPU loop never yields. The bound is "
+                   "hunt --yield-timeout (wall seconds)", actor)
 
     async def _control(self) -> None:
         chosen = self._dispatch()

@@ -293,3 +293,70 @@ def test_closed_pipe_stops_the_hunt(tmp_path: Path) -> None:
     page = (tmp_path / "index.html").read_text()
     m = re.search(r"interrupted after (\d+) of (\d+) searches", page)
     assert m is not None and int(m[1]) < int(m[2]), "the hunt stopped before its last search"
+
+
+BUSY = '''
+import os
+
+import harness as h
+
+
+@h.scenario
+async def busy(world: h.World, *, flag: str = "") -> None:
+    async def worker() -> None:
+        await world.step("work")
+
+    world.spawn("worker", worker)
+    await world.step("set up")
+    if flag:
+        open(flag, "w").close()  # the test's sign that the loop has begun
+    while True:  # a CPU loop: never reaches a yield point
+        pass
+'''
+
+
+def test_cpu_loop_without_yield_is_a_model_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 52, item 1: a model that never yields is a model error naming its actor and line, not a hang.
+    The watchdog's clock is injected: each look says 4 s passed, so no test waits on the machine's speed."""
+    from harness.sim import _watchdog
+
+    (tmp_path / "busy.py").write_text(BUSY)
+    ticks = iter(range(0, 10**9, 4))
+    saved = (_watchdog.SETTINGS.clock, _watchdog.SETTINGS.bound)
+    _watchdog.configure(clock=lambda: float(next(ticks)), bound=10.0)
+    try:
+        code, out, err = run_main(capsys, "hunt", f"{tmp_path / 'busy.py'}:busy", "--json", "--report-dir",
+                                  str(tmp_path / "r"))
+    finally:
+        _watchdog.configure(clock=saved[0], bound=saved[1])
+    assert code == 1, err
+    [rec] = json_lines(out)
+    assert rec["verdict"] == "model-error" and rec["found"] is False
+    assert rec["model_error"].startswith("model error: main ran "), rec["model_error"]
+    # the loop's own line (`while True:` or its `pass`), in the scenario's own function
+    assert re.search(r"s without a yield point at \S*busy\.py:1[67] in busy: ", rec["model_error"]), rec["model_error"]
+    # the run after it is unharmed: nothing of the watchdog lands later
+    assert h.explore(interrupting.order_violation, strategy="random", budget=20, seed=2, token="after-busy").runs
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals to a child")
+def test_first_sigint_answers_at_once(tmp_path: Path) -> None:
+    """Issue 52, item 1: the first Ctrl-C is answered at once, and stops the hunt even inside a loop that never
+    yields (the watchdog's bound is set far beyond the test's patience: only the stop can end this run)."""
+    (tmp_path / "busy.py").write_text(BUSY)
+    flag = tmp_path / "looping"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "hunt", f"{tmp_path / 'busy.py'}:busy", "--param", f"flag={flag}",
+         "--yield-timeout", "3600", "--report-dir", str(tmp_path / "r")],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not flag.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    lines = err.strip().splitlines()
+    assert lines[0] == "stopping: waiting for the current run to end (Ctrl-C again stops at once)", err
+    assert proc.returncode == 130, err
+    assert "interrupted: kept 0 counterexamples" in err and "Traceback" not in err, err
