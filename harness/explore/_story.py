@@ -20,16 +20,18 @@ of a counterexample: the hunt prints it, a pytest failure opens with it,
    actor it continues (program order, back to where it last waited for work
    or time) that read something. Steps that only happened to touch a name,
    and deliveries nobody read, stay out.
-3. **Told in causal order.** The plan entries come first, each once, with the
-   hold as it happened ("from #14 for 2.000 s", "for no time"); then the
-   slice's steps in an order that respects reads-from and keeps a decision
-   next to the write it made (a step is told right after the one it continues
-   when nothing else it read came between), each with the values it read and
-   what it wrote; then the violation, whole (a long one wraps), at its
-   virtual time. The header counts what the slice kept, what is shown, and
+3. **Told in the order it happened.** The plan entries come first, each
+   once, in the order they acted, with the hold as it happened ("from #14 for
+   2.000 s", "for no time"); then the slice's steps in step order (which
+   respects reads-from: a read reads an earlier write), each with the values
+   it read and what it wrote; then the violation, whole (a long one wraps), at
+   its virtual time. The header counts what the slice kept, what is shown, and
    what was left out and why.
 
-Rejected: a slice by object name across kinds (it kept 159 of 171 steps of a
+Rejected: a causal order that kept a decision next to the write it made
+(#35, #37, #34, #36): a reviewer read it as steps out of order, and step
+order already tells every write before the reads of it. A slice by object name
+across kinds (it kept 159 of 171 steps of a
 SidecarSet model and left out the write that mattered, because a name matches
 everything that touched it and nothing that was only read); picking the
 page's summary by whole-name match (two explanations of one counterexample
@@ -276,40 +278,6 @@ def _slice(trace: Trace, records: Sequence[Record], seeds: Sequence[tuple[int, S
     return sl
 
 
-def _causal_order(steps: set[int], sl: _Slice, time_of: dict[int, float]) -> list[int]:
-    """The steps so that each comes after every step it read from, and a step right after the one it continues.
-
-    Greedy over the steps whose sources are all told: after a step, the step
-    that continues it goes next when it is ready (so a delivery that fed
-    nothing of the decision never sits between the decision and its write);
-    otherwise the earliest ready step.
-    """
-    deps: dict[int, set[int]] = {s: set() for s in steps}
-    follower: dict[int, int] = {}
-    for s in steps:
-        for w, _a in sl.edges.get(s, ()):
-            if w in steps:
-                deps[s].add(w)
-        prev = sl.decided_by.get(s)
-        if prev is not None and prev in steps:
-            deps[s].add(prev)
-            follower[prev] = s
-    out: list[int] = []
-    done: set[int] = set()
-    pending = sorted(steps)
-    last: int | None = None
-    while pending:
-        nxt = follower.get(last) if last is not None else None
-        if nxt is None or last is None or nxt in done or not deps[nxt] <= done or time_of.get(nxt) != time_of[last]:
-            nxt = next((s for s in pending if deps[s] <= done), pending[0])
-        out.append(nxt)
-        done.add(nxt)
-        pending.remove(nxt)
-        last = nxt
-    return out
-
-
-# ------------------------------------------------------------------ telling
 def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX_LINES) -> Story:
     """The story of ``cx`` from ``trace`` (default: :meth:`Counterexample.told`), in at most ``max_lines`` lines."""
     if trace is None:
@@ -396,8 +364,7 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
             lines_of[same[-1]] += f" (the same as #{same[0]}, {len(same) - 2} time(s) between)"
     rank = sorted((s for s in lines_of if s not in repeats), key=lambda s: (-scores[s], -s))
     chosen = set(rank[:room])
-    time_of = {s: rec_of[s].time for s in causal}
-    body = [_cut(lines_of[s]) for s in _causal_order(causal, sl, time_of) if s in chosen]
+    body = [_cut(lines_of[s]) for s in sorted(causal) if s in chosen]  # in the order it happened
     quiet = len(causal) - len(lines_of) - len(causal & told)  # kept, but nothing to say: a response, a wait
     unshown = len(rank) - len(chosen)
     title = _title(cx, trace, causal, len(chosen), len(causal & told), repeats & causal, unshown, quiet, fallback)
