@@ -288,8 +288,8 @@ def model_error_of(violation: Violation | None) -> str | None:
         return (f"actor '{violation.actor or MAIN_ACTOR}' was blocked outside the harness{at} (a raw trio.sleep, "
                 "trio.Event, memory channel or real I/O): the harness cannot schedule it; use world.sleep, "
                 "world.Event(), world.Queue() or world.step")
-    if violation.kind == "no-yield":  # the watchdog's: a loop with no yield point, whichever actor ran it
-        return violation.message
+    if violation.kind in ("no-yield", "misuse"):  # a loop with no yield point, asyncio in Trio code, a task the
+        return violation.message  # world does not schedule: the model's, whichever actor met it
     if violation.actor != MAIN_ACTOR:
         return None
     if violation.kind == "actor-raised":

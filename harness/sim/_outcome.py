@@ -68,6 +68,7 @@ VERDICTS: dict[str, str] = {
     "deadlock": "deadlock",
     "blocked-outside": "actor blocked outside the harness",
     "no-yield": "actor never yielded",
+    "misuse": "harness misused",
     "runaway": "runaway",
     "livelock": "livelock",
     "interrupted": "interrupted",

@@ -57,6 +57,7 @@ import trio.testing
 
 from .._errors import UsageError
 from ._choice import Chooser, Option, _Canonical
+from ._misuse import ending, misuse
 from ._oracles import first_broken_invariant, first_exceeded_bound, holds, where
 from ._outcome import Limits, RunOutcome, Violation
 from ._plan import Ident, identity_label
@@ -564,15 +565,22 @@ class World:
             at = where(exc)
             msg = f"assertion failed in actor '{actor.name}' at {at}: {exc}"
             self._fail("oracle", f"assertion in {actor.name}", msg, actor)
-        except Exception as exc:
-            at = where(exc)
-            self._fail(
-                "actor-raised",
-                f"{type(exc).__name__} in {actor.name}",
-                f"actor '{actor.name}' raised {type(exc).__name__}: {exc} (at {at}). "
-                "Fix the model, or catch the error where the upstream code does.",
-                actor,
-            )
+        except Exception as raised:
+            err = ending(raised)  # a task group's exception group: the exception that ended it
+            words = misuse(err, actor.name)
+            if words is not None:  # the harness misused: the model's error at its line, never a finding
+                self._fail("misuse", f"misuse in {actor.name}", words, actor)
+            elif isinstance(err, AssertionError):
+                self._fail("oracle", f"assertion in {actor.name}",
+                           f"assertion failed in actor '{actor.name}' at {where(err)}: {err}", actor)
+            else:
+                self._fail(
+                    "actor-raised",
+                    f"{type(err).__name__} in {actor.name}",
+                    f"actor '{actor.name}' raised {type(err).__name__}: {err} (at {where(err)}). "
+                    "Fix the model, or catch the error where the upstream code does.",
+                    actor,
+                )
         except NoYield as exc:  # the watchdog: this actor ran past its bound without a yield point
             self._no_yield(actor.name, where(exc), actor)
         except BaseException as exc:
