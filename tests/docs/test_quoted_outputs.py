@@ -1,4 +1,5 @@
-"""Every command output quoted in the README is produced here by running the command, and compared line by line.
+"""Every command output quoted in the README is produced here by running the command, and compared line by line;
+so are the documented races' hunt lines, which live in the guide's "The documented races".
 
 Numbers are compared too (runs, steps, deviations, times in the trace); only what no run can repeat is masked: the
 wall-clock seconds of a search ("in 0.12 s") and where a script lives on this disk (the scenario reference of the
@@ -6,8 +7,8 @@ README's example, run as a script). The guide's quoted outputs are checked where
 (``tests/examples/test_guide.py``).
 
 When a change of the harness changes an output on purpose, regenerate the quotes from a real run:
-``RACE_HARNESS_UPDATE_QUOTES=1 python -m pytest tests/docs/test_quoted_outputs.py`` rewrites them in README.md,
-and ``git diff README.md`` shows what changed.
+``RACE_HARNESS_UPDATE_QUOTES=1 python -m pytest tests/docs/test_quoted_outputs.py`` rewrites them in README.md
+and docs/guide.md, and ``git diff README.md docs/guide.md`` shows what changed.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+GUIDE = ROOT / "docs" / "guide.md"  # the documented races' hunt lines live in its "The documented races"
 UPDATE = os.environ.get("RACE_HARNESS_UPDATE_QUOTES") == "1"
 
-#: a documented race's hunt line, quoted under its section: `[ok] NAME (buggy): ...`
+#: a documented race's hunt line, quoted under its section of the guide: `[ok] NAME (buggy): ...`
 RACE_LINE = re.compile(r"^`(\[ok\] (?P<race>\w+) \(buggy\): .*)`$", re.M)
 SECONDS = re.compile(r"\bin \d+\.\d+ s\b")
 
@@ -49,15 +51,15 @@ def _readme_example() -> tuple[str, list[tuple[int, str]]]:
     return block, quoted
 
 
-def _update(old: str, new: str) -> None:
-    text = README.read_text()
+def _update(old: str, new: str, path: Path = README) -> None:
+    text = path.read_text()
     assert text.count(old) == 1, old
-    README.write_text(text.replace(old, new))
+    path.write_text(text.replace(old, new))
 
 
 def test_readme_quoted_outputs_are_current(tmp_path: Path) -> None:
     # 1. the documented races' hunt lines: `python -m harness hunt NAME --variant buggy` (seed 0)
-    quoted = {m["race"]: m.group(1) for m in RACE_LINE.finditer(README.read_text())}
+    quoted = {m["race"]: m.group(1) for m in RACE_LINE.finditer(GUIDE.read_text())}
     assert len(quoted) >= 5, quoted
     done = subprocess.run(
         [sys.executable, "-m", "harness", "hunt", *quoted, "--variant", "buggy", "--report-dir", str(tmp_path / "r")],
@@ -68,9 +70,9 @@ def test_readme_quoted_outputs_are_current(tmp_path: Path) -> None:
     stale = []
     for race, line in quoted.items():
         if _mask(line) != _mask(got.get(race, "")):
-            stale.append(f"README says:\n  {line}\na fresh run says:\n  {got.get(race)}")
+            stale.append(f"docs/guide.md says:\n  {line}\na fresh run says:\n  {got.get(race)}")
             if UPDATE:
-                _update(f"`{line}`", f"`{got[race]}`")
+                _update(f"`{line}`", f"`{got[race]}`", GUIDE)
     # 2. the lost_update example, run as a script: what each print() shows is quoted below it
     block, lines = _readme_example()
     script = tmp_path / "lost_update.py"
