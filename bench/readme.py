@@ -1,4 +1,5 @@
-"""Copy the latest ``bench/results.md`` into README.md between the bench markers."""
+"""Copy the latest ``bench/results.md`` into the guide (``docs/guide.md``, section "Benchmarks") between the bench
+markers; README links there."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 
 def main() -> None:
-    readme = ROOT / "README.md"
+    readme = ROOT / "docs" / "guide.md"
     text = readme.read_text(encoding="utf-8")
+    if START not in text or END not in text:
+        raise SystemExit(f"{readme} has no bench markers ({START} ... {END}); put them where the tables go")
     table = (ROOT / "bench" / "results.md").read_text(encoding="utf-8").strip()
     table = table.replace("\n# ", "\n### ").replace("\n## ", "\n#### ")
     if table.startswith("# "):

@@ -67,7 +67,8 @@ def parse_strategy(spec: str) -> tuple[str, int | None]:
     raise UsageError(f"strategy {spec!r} is not valid; use one of {STRATEGY_FORMS}")
 
 
-#: the fault kinds the kube layer places (``world.fault(kind, ...)``); see README "Time, lag and faults"
+#: the fault kinds the kube layer places (``world.fault(kind, ...)``); see the guide's
+#: "Time, lag and faults are explored, not placed"
 FAULT_KINDS = (
     "crash",
     "transient_error",

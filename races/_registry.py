@@ -4,7 +4,7 @@ Each race module defines ``RACES: list[Race]`` and is registered the way a
 third-party package registers its races: an entry point in the
 ``race_harness.races`` group (see ``pyproject.toml``). :data:`REGISTRY` is every
 registered race, this project's first in the order of :data:`MODULES` (the order
-of the README's race list), then other installed packages' races.
+of README's list of races), then other installed packages' races.
 
 :data:`REGISTRY` reads the entry points on first use, not at import: a race
 module imported first (``from races.volcano_gang_close import scenario``)

@@ -107,7 +107,7 @@ def _parser() -> _Parser:
         default=None,
         metavar="KINDS",
         help="fault kinds the search may place: all, none, default (each component's own flags) or e.g. "
-        "crash,watch_drop; without it, each registered race's own choice (README's races table) "
+        "crash,watch_drop; without it, each registered race's own choice (the guide's 'The documented races') "
         f"(kinds: {', '.join(FAULT_KINDS)})",
     )
     h.add_argument("--budget", default=None, help="RUNS (e.g. 500) or SECONDSs (e.g. 30s); default: per race; for a "

@@ -44,7 +44,7 @@ from harness.kube import (
     watch,
 )
 
-#: the informer's own fault vocabulary (README "Fault kinds"): the relist comes from 410 or a failed re-watch
+#: the informer's own fault vocabulary (the guide's "Time, lag and faults"): the relist comes from 410 or a failed re-watch
 DEVICE_FAULTS = "watch_end,compaction,transient_error"
 FILTER_FAULTS = "watch_end,compaction"
 BUDGET = 1000
