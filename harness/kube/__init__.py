@@ -6,6 +6,7 @@ the races of client-go and the apiserver come from scheduling itself.
 The implementation lives in private modules; this is the public surface.
 """
 
+from . import _http as _http  # the HTTP API: importing it installs what APIServer.transport() makes
 from ._apiserver import ADDED as ADDED
 from ._apiserver import DELETED as DELETED
 from ._apiserver import FOREGROUND_FINALIZER as FOREGROUND_FINALIZER

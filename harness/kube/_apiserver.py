@@ -20,7 +20,7 @@ import hashlib
 import json
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.sim import Event, World
 
@@ -37,8 +37,9 @@ from ._errors import (
 from ._objects import BUILTIN_KINDS, KubeObject, OwnerReference, copy_json, object_ref
 from ._process import checkpoint
 
-if TYPE_CHECKING:
-    from ._httpapi import Transport
+#: What makes :meth:`APIServer.transport`'s transports: the HTTP API (``harness/kube/_http/``) installs its own
+#: when it is imported (``harness.kube`` imports it), so the apiserver imports nothing of HTTP.
+_transport_maker: Callable[..., Any] | None = None
 
 #: Finalizers the apiserver adds for ``propagationPolicy`` (``metav1.FinalizerDeleteDependents`` and
 #: ``metav1.FinalizerOrphanDependents``); the garbage collector removes them.
@@ -825,7 +826,7 @@ class APIServer:
         watch_drops: bool = False,
         watch_ends: bool = False,
         compactions: bool = False,
-    ) -> Transport:
+    ) -> Any:
         """An httpx transport speaking the Kubernetes API to this apiserver, for a real client inside the world.
 
         ``lightkube.AsyncClient(config, transport=api.transport(client="op"))``
@@ -834,12 +835,12 @@ class APIServer:
         own), and each watch connection is a stream of deliveries named
         ``"<client>/watch/<Kind>"`` with an informer's window (``max_lag``,
         ``latency``) and fault points (``watch_drops``, ``watch_ends``,
-        ``compactions``). See ``harness/kube/_httpapi.py``.
+        ``compactions``). See ``harness/kube/_http/``, which makes the transport.
         """
-        from ._httpapi import Transport
-
-        return Transport(self, client, max_lag=max_lag, latency=latency, watch_drops=watch_drops,
-                         watch_ends=watch_ends, compactions=compactions)
+        if _transport_maker is None:  # harness.kube imports the HTTP API, which installs it
+            raise RuntimeError("no HTTP API is installed: import harness.kube")
+        return _transport_maker(self, client, max_lag=max_lag, latency=latency, watch_drops=watch_drops,
+                                watch_ends=watch_ends, compactions=compactions)
 
     # ---------------------------------------------------------------- watch
     def watch(self, kind: str, sink: Sink) -> Callable[[], None]:
@@ -1023,6 +1024,12 @@ def _apply(target: dict[str, Any], applied: dict[str, Any]) -> dict[str, Any]:
         else:
             out[k] = copy_json(v)
     return out
+
+
+def serve_transports(maker: Callable[..., Any]) -> None:
+    """Install what :meth:`APIServer.transport` makes its transports with (the HTTP API's ``Transport``)."""
+    global _transport_maker
+    _transport_maker = maker
 
 
 def apiservers_of(world: World) -> list[APIServer]:

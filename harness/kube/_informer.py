@@ -165,12 +165,11 @@ from harness._errors import UsageError
 from harness.sim import Queue, TimerHandle, World
 
 from ._apiserver import DELETED, APIServer, WatchEvent
+from ._delivery import DEFAULT_MAX_LAG, note_lost, watch_break
 from ._errors import Gone, NotFound
 from ._objects import KubeObject
 from ._process import ControllerProcess
 
-#: default ``max_lag``: seconds an informer event may come after its nominal time
-DEFAULT_MAX_LAG = 2.0
 #: client-go reflector backoff (``wait.NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0)``)
 BACKOFF_INITIAL = 0.8
 BACKOFF_CAP = 30.0
@@ -1081,41 +1080,6 @@ class Informer:
             for obj in list(self._store.values()):
                 self._notify("update", obj, obj)
         self._schedule_resync()
-
-
-
-def watch_break(
-    world: World, name: str, ev: WatchEvent, last_rv: int, *, drops: bool, ends: bool,
-    drop_then: str = "relists after backoff", end_then: str | None = None,
-) -> str | None:
-    """The two reception fault points of one watch event: does the watch break before ``ev`` is sent?
-
-    ``"drop"`` (``watch_drop``: the watch ends with an error), ``"end"``
-    (``watch_end``: it closes cleanly) or None. Shared by the informer's
-    reflector and the HTTP API's watch connections (``_httpapi.py``), so a
-    plan names a broken watch the same way whoever reads it; ``drop_then`` and
-    ``end_then`` say what the reader does next.
-    """
-    obj = ev.object
-    # labels read whole with their revisions and without them (a plan entry's identity drops "rv=N")
-    head = f"{ev.type} {obj.key} rv={obj.resource_version}"
-    if world.fault("watch_drop", f"{name} watch drops before {head} is sent; {drop_then}", key=obj.ref,
-                   default=drops):
-        return "drop"
-    then = end_then if end_then is not None else f"resumes from the last received rv={last_rv}"
-    if world.fault("watch_end", f"{name} watch ends before {head} is sent; {then}", key=obj.ref, default=ends):
-        return "end"
-    return None
-
-
-def note_lost(world: World, events: builtins.list[WatchEvent], drop: bool, then: str, *, rv: int = 0) -> None:
-    """The note of a broken watch: the events it lost (never sent, so never delivered) and what comes next."""
-    said = ", ".join(f"{e.type} {e.object.key} rv={e.object.resource_version}" for e in events)
-    world.note(
-        f"watch {'drops' if drop else 'ends'}: lost (never delivered) {said}; {then}", kind="watch",
-        keys=[e.object.ref for e in events], lost=[f"{e.type} {e.object.key} rv={e.object.resource_version}"
-                                                    for e in events], drop=drop, rv=rv,
-    )
 
 
 def informers_of(world: World) -> list[Informer]:
