@@ -53,11 +53,11 @@ from ._expectations import ResourceVersionExpectation as ResourceVersionExpectat
 from ._expectations import ScaleExpectations as ScaleExpectations
 from ._expectations import UpdateExpectations as UpdateExpectations
 from ._gc import GarbageCollector as GarbageCollector
-from ._informer import DeletedFinalStateUnknown as DeletedFinalStateUnknown
 from ._informer import Informer as Informer
-from ._informer import Lister as Lister
 from ._informer import informers_of as informers_of
 from ._kubelet import Kubelet as Kubelet
+from ._lister import DeletedFinalStateUnknown as DeletedFinalStateUnknown
+from ._lister import Lister as Lister
 from ._objects import BUILTIN_KINDS as BUILTIN_KINDS
 from ._objects import KubeObject as KubeObject
 from ._objects import OwnerReference as OwnerReference

@@ -57,7 +57,8 @@ from harness.sim import World
 from ._apiserver import FOREGROUND_FINALIZER, ORPHAN_FINALIZER, APIServer
 from ._controller import Controller, Result
 from ._errors import ApiError, Conflict, NotFound
-from ._informer import DeletedFinalStateUnknown, Informer
+from ._informer import Informer
+from ._lister import DeletedFinalStateUnknown
 from ._objects import KubeObject, OwnerReference
 from ._process import ControllerProcess
 
