@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from harness.sim import World
 
-    from ._apiserver import WatchEvent
+    from ._revisions import WatchEvent
 
 #: default ``max_lag``: seconds an informer event may come after its nominal time
 DEFAULT_MAX_LAG = 2.0

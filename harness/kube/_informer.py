@@ -169,7 +169,7 @@ from collections.abc import Callable
 from harness._errors import UsageError
 from harness.sim import TimerHandle, World
 
-from ._apiserver import DELETED, APIServer, WatchEvent
+from ._apiserver import APIServer
 from ._delivery import DEFAULT_MAX_LAG, note_lost, watch_break
 from ._errors import Gone
 from ._informer_trace import InformerTrace
@@ -177,6 +177,7 @@ from ._listeners import _call, _Handler, _Listener
 from ._lister import DeletedFinalStateUnknown, Lister, OnAdd, OnDelete, OnUpdate
 from ._objects import KubeObject
 from ._process import ControllerProcess
+from ._revisions import DELETED, WatchEvent
 
 #: client-go reflector backoff (``wait.NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0)``)
 BACKOFF_INITIAL = 0.8

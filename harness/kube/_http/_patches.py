@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._apiserver import merge_patch
 from .._errors import Invalid
+from .._merge import merge_patch
 from .._objects import copy_json
 from ._status import BadRequest
 

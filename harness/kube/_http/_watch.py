@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._apiserver import ADDED, DELETED, MODIFIED, WatchEvent
 from .._delivery import DEFAULT_MAX_LAG, note_lost, watch_break
 from .._errors import Gone
 from .._objects import KubeObject, object_ref
+from .._revisions import ADDED, DELETED, MODIFIED, WatchEvent
 from ._codec import _dumps
 from ._resources import Resource
 from ._selectors import Requirement, _fields_match, selects
