@@ -6,12 +6,11 @@ virtual second, no jitter, no faults): what the port serves is the same
 transport, but nothing is explored; it is for pointing a real operator (any
 language) or kubectl at the simulated semantics and watching it live.
 
-Each HTTP request is handled by an actor of the world (``http/<n>``), so its
-apiserver calls are yield points as anywhere else; a watch keeps its actor
-until either end closes. The sockets and h11 (the HTTP/1.1 state machine httpx
-itself builds on) live in ordinary Trio tasks beside the world. A keep-alive
-actor sleeps in virtual time so the world never counts as settled while the
-port is open.
+This module is the command (its arguments, the kubeconfig, what it prints);
+the HTTP/1.1 protocol (each request handled by an actor of the world, a watch
+streamed until either end closes) is ``harness/kube/_http/_tcp.py``. A
+keep-alive actor sleeps in virtual time so the world never counts as settled
+while the port is open.
 """
 
 from __future__ import annotations
@@ -26,9 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import UsageError
 
 if TYPE_CHECKING:
-    import trio
-
-    from ..kube._httpapi import APIHandler
+    from ..kube._http import APIHandler
     from ..sim import World
 
 KUBECONFIG = """apiVersion: v1
@@ -109,7 +106,6 @@ class _Server:
         self.kubeconfig = kubeconfig
         self.seconds = seconds
         self.handler: APIHandler | None = None
-        self._requests = 0
 
     async def main(self) -> None:
         import trio
@@ -125,7 +121,7 @@ class _Server:
         import trio
 
         from ..kube import APIServer, apiservers_of
-        from ..kube._httpapi import APIHandler
+        from ..kube._http import APIHandler, TCPServer
 
         if self.scenario is not None:
             await self.scenario(world, **self.params)
@@ -138,111 +134,6 @@ class _Server:
         self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
         self.kubeconfig.write_text(KUBECONFIG.format(port=port))
         print(f"serving the Kubernetes API on http://127.0.0.1:{port} (kubeconfig: {self.kubeconfig})", flush=True)
-        world._nursery.start_soon(trio.serve_listeners, self._connection, listeners)
+        world._nursery.start_soon(trio.serve_listeners, TCPServer(world, self.handler).connection, listeners)
         while True:  # keeps the world from counting as settled while the port is open
             await world.sleep(3600.0, "serve: the port is open")
-
-    async def _connection(self, stream: trio.SocketStream) -> None:
-        import h11
-        import trio
-
-        conn = h11.Connection(h11.SERVER)
-        try:
-            while True:
-                request, body = await self._read_request(conn, stream)
-                if request is None:
-                    return
-                headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers}
-                reply_box: dict[str, Any] = {}
-                done = trio.Event()
-                send, receive = trio.open_memory_channel[bytes | None](math.inf)
-                self._requests += 1
-                self.world.spawn(f"http/{self._requests}", self._handle, request.method.decode(),
-                                 request.target.decode("latin-1"), headers, body, reply_box, done, send)
-                await done.wait()
-                reply = reply_box["reply"]
-                if reply.watch is None:
-                    data = reply.body()
-                    await _send(stream, conn, h11.Response(status_code=reply.code, headers=[
-                        ("Content-Type", "application/json"), ("Content-Length", str(len(data)))]))
-                    await _send(stream, conn, h11.Data(data=data))
-                    await _send(stream, conn, h11.EndOfMessage())
-                else:
-                    await self._stream_watch(conn, stream, reply.watch, receive)
-                    return
-                if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
-                    return
-                conn.start_next_cycle()
-        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.RemoteProtocolError):
-            return
-        finally:
-            with trio.move_on_after(1) as scope:
-                scope.shield = True
-                await stream.aclose()
-
-    async def _read_request(self, conn: Any, stream: trio.SocketStream) -> tuple[Any, bytes]:
-        import h11
-
-        request = None
-        body = b""
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                data = await stream.receive_some(65536)
-                conn.receive_data(data)
-                if not data and conn.their_state is not h11.SEND_BODY and request is None:
-                    return None, b""
-            elif isinstance(event, h11.Request):
-                request = event
-            elif isinstance(event, h11.Data):
-                body += event.data
-            elif isinstance(event, h11.EndOfMessage):
-                return request, body
-            elif isinstance(event, h11.ConnectionClosed):
-                return None, b""
-
-    async def _stream_watch(self, conn: Any, stream: trio.SocketStream, watch: Any, receive: Any) -> None:
-        import h11
-        import trio
-
-        await _send(stream, conn, h11.Response(status_code=200, headers=[
-            ("Content-Type", "application/json"), ("Transfer-Encoding", "chunked")]))
-
-        async def client_gone(cancel: trio.CancelScope) -> None:
-            while await stream.receive_some(4096):
-                pass
-            cancel.cancel()
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(client_gone, nursery.cancel_scope)
-            try:
-                async for chunk in receive:
-                    if chunk is None:
-                        break
-                    await _send(stream, conn, h11.Data(data=chunk))
-                else:
-                    return
-                await _send(stream, conn, h11.EndOfMessage())
-            finally:
-                watch._close(b"")  # wakes the actor reading it, which then ends
-                nursery.cancel_scope.cancel()
-
-    async def _handle(self, method: str, target: str, headers: dict[str, str], body: bytes, box: dict[str, Any],
-                      done: trio.Event, send: Any) -> None:
-        assert self.handler is not None
-        reply = await self.handler.handle(method, target, headers, body, "kubectl")
-        box["reply"] = reply
-        done.set()
-        if reply.watch is not None:
-            try:
-                while (chunk := await reply.watch.read()) is not None:
-                    send.send_nowait(chunk)
-            except ConnectionResetError:
-                pass
-            send.send_nowait(None)
-
-
-async def _send(stream: trio.SocketStream, conn: Any, event: Any) -> None:
-    data = conn.send(event)
-    if data:
-        await stream.send_all(data)

@@ -6,15 +6,9 @@ the races of client-go and the apiserver come from scheduling itself.
 The implementation lives in private modules; this is the public surface.
 """
 
-from ._apiserver import ADDED as ADDED
-from ._apiserver import DELETED as DELETED
-from ._apiserver import FOREGROUND_FINALIZER as FOREGROUND_FINALIZER
-from ._apiserver import MODIFIED as MODIFIED
-from ._apiserver import ORPHAN_FINALIZER as ORPHAN_FINALIZER
+from . import _http as _http  # the HTTP API: importing it installs what APIServer.transport() makes
 from ._apiserver import APIServer as APIServer
-from ._apiserver import WatchEvent as WatchEvent
 from ._apiserver import apiservers_of as apiservers_of
-from ._apiserver import merge_patch as merge_patch
 from ._conditions import find_status_condition as find_status_condition
 from ._conditions import is_status_condition_true as is_status_condition_true
 from ._conditions import remove_status_condition as remove_status_condition
@@ -52,11 +46,12 @@ from ._expectations import ResourceVersionExpectation as ResourceVersionExpectat
 from ._expectations import ScaleExpectations as ScaleExpectations
 from ._expectations import UpdateExpectations as UpdateExpectations
 from ._gc import GarbageCollector as GarbageCollector
-from ._informer import DeletedFinalStateUnknown as DeletedFinalStateUnknown
 from ._informer import Informer as Informer
-from ._informer import Lister as Lister
 from ._informer import informers_of as informers_of
 from ._kubelet import Kubelet as Kubelet
+from ._lister import DeletedFinalStateUnknown as DeletedFinalStateUnknown
+from ._lister import Lister as Lister
+from ._merge import merge_patch as merge_patch
 from ._objects import BUILTIN_KINDS as BUILTIN_KINDS
 from ._objects import KubeObject as KubeObject
 from ._objects import OwnerReference as OwnerReference
@@ -72,9 +67,15 @@ from ._ratelimit import RateLimiter as RateLimiter
 from ._ratelimit import (
     default_controller_rate_limiter as default_controller_rate_limiter,
 )
+from ._registry import FOREGROUND_FINALIZER as FOREGROUND_FINALIZER
+from ._registry import ORPHAN_FINALIZER as ORPHAN_FINALIZER
 from ._retry import DEFAULT_BACKOFF as DEFAULT_BACKOFF
 from ._retry import Backoff as Backoff
 from ._retry import retry_on_conflict as retry_on_conflict
+from ._revisions import ADDED as ADDED
+from ._revisions import DELETED as DELETED
+from ._revisions import MODIFIED as MODIFIED
+from ._revisions import WatchEvent as WatchEvent
 from ._workqueue import ShutDown as ShutDown
 from ._workqueue import WorkQueue as WorkQueue
 

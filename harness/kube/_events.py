@@ -40,7 +40,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ._informer import DeletedFinalStateUnknown, Informer
+from ._informer import Informer
+from ._lister import DeletedFinalStateUnknown
 from ._objects import KubeObject
 
 

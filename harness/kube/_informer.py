@@ -149,6 +149,13 @@ not name the kinds itself; README "Fault kinds" has the same table)
     the view stays frozen there, no newer event of the kind delivered, until
     the cache catches up (at the latest ``stale_window`` after the next
     event), and then the watch sends what came after.
+
+This module is the informer itself: the reflector (list, watch, re-watch,
+backoff) and the FIFO between it and the consumer. Its read side (the lister,
+the handler signatures, the relist's tombstone) is ``_lister.py``; the
+listeners that call handlers, ``_listeners.py``; its footprints and notes,
+``_informer_trace.py``; the delivery window and the watch-break faults it shares
+with the HTTP API's watch streams, ``_delivery.py``.
 """
 
 from __future__ import annotations
@@ -157,237 +164,26 @@ import builtins
 import inspect
 import math
 from collections import deque
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
 
 from harness._errors import UsageError
-from harness.sim import Queue, TimerHandle, World
+from harness.sim import TimerHandle, World
 
-from ._apiserver import DELETED, APIServer, WatchEvent
-from ._errors import Gone, NotFound
+from ._apiserver import APIServer
+from ._delivery import DEFAULT_MAX_LAG, note_lost, watch_break
+from ._errors import Gone
+from ._informer_trace import InformerTrace
+from ._listeners import _call, _Handler, _Listener
+from ._lister import DeletedFinalStateUnknown, Lister, OnAdd, OnDelete, OnUpdate
 from ._objects import KubeObject
 from ._process import ControllerProcess
+from ._revisions import DELETED, WatchEvent
 
-#: default ``max_lag``: seconds an informer event may come after its nominal time
-DEFAULT_MAX_LAG = 2.0
 #: client-go reflector backoff (``wait.NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0)``)
 BACKOFF_INITIAL = 0.8
 BACKOFF_CAP = 30.0
 BACKOFF_RESET = 120.0
 BACKOFF_JITTER = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class DeletedFinalStateUnknown:
-    """A delete seen only through a relist: ``obj`` is the last state the cache had."""
-
-    key: str
-    obj: KubeObject
-
-
-OnAdd = Callable[[KubeObject], None]
-OnUpdate = Callable[[KubeObject, KubeObject], None]
-OnDelete = Callable[["KubeObject | DeletedFinalStateUnknown"], None]
-
-
-class Lister:
-    """The read side of an informer's indexer; every read returns copies.
-
-    Every read is a footprint entry of the step that makes it
-    (:meth:`World.touch`): the cache entries it returned with their
-    resourceVersions, "absent" for a key it did not find, and for a list the
-    kind's whole cache. In a told run a read also says what the apiserver
-    held that the cache did not show yet ("web-dg2zb absent (the apiserver
-    has rv=4)"), and reads the commit it missed, so a story shows the write a
-    decision did not see.
-    """
-
-    __slots__ = ("_informer", "_store", "kind")
-
-    def __init__(self, kind: str, store: dict[str, KubeObject], informer: Informer | None = None) -> None:
-        self.kind = kind
-        self._store = store
-        self._informer = informer
-
-    def get(self, namespace: str, name: str) -> KubeObject:
-        """``Lister.Get``: the cached object, or :class:`NotFound` (as the generated listers return)."""
-        key = f"{namespace}/{name}" if namespace else name
-        obj = self._store.get(key)
-        inf = self._informer
-        if inf is not None and inf._world._fp is not None:
-            inf._touch_read(key, obj)
-        if obj is None:
-            raise NotFound.of(self.kind, name)
-        return obj.deepcopy()
-
-    def try_get(self, namespace: str, name: str) -> KubeObject | None:
-        """A copy of the cached object, or None when the cache does not hold it (no error, no request)."""
-        key = f"{namespace}/{name}" if namespace else name
-        obj = self._store.get(key)
-        inf = self._informer
-        if inf is not None and inf._world._fp is not None:
-            inf._touch_read(key, obj)
-        return None if obj is None else obj.deepcopy()
-
-    def list(self, namespace: str | None = None, selector: dict[str, str] | None = None) -> builtins.list[KubeObject]:
-        """``Lister.List``: cached objects (cache insertion order), by namespace and labels."""
-        found = [
-            o
-            for o in self._store.values()
-            if (namespace is None or o.namespace == namespace) and o.matches(selector)
-        ]
-        inf = self._informer
-        if inf is not None and inf._world._fp is not None:
-            inf._touch_list(found, namespace, selector)
-        return [o.deepcopy() for o in found]
-
-    def resource_version(self, namespace: str, name: str) -> int | None:
-        """The cached RV of a key without copying (for oracles)."""
-        key = f"{namespace}/{name}" if namespace else name
-        obj = self._store.get(key)
-        inf = self._informer
-        if inf is not None and inf._world._fp is not None:
-            inf._touch_read(key, obj)
-        return None if obj is None else obj.resource_version
-
-    def list_keys(self) -> builtins.list[str]:
-        """``ListKeys``: the cached ``namespace/name`` keys."""
-        inf = self._informer
-        if inf is not None and inf._world._fp is not None:
-            inf._touch_list(list(self._store.values()), None, None)
-        return list(self._store)
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-
-_Handler = tuple["OnAdd | None", "OnUpdate | None", "OnDelete | None"]
-# A pending notification: (what, old, new) with what in "add", "update", "delete",
-# or "synthetic add" (a late listener's Add for an object already cached).
-_Note = tuple[str, "KubeObject | DeletedFinalStateUnknown | None", "KubeObject | DeletedFinalStateUnknown"]
-
-
-def _call(handler: _Handler, what: str, old: KubeObject | DeletedFinalStateUnknown | None,
-          new: KubeObject | DeletedFinalStateUnknown) -> object:
-    """Call the function of ``handler`` for one notification with copies; returns what it returned."""
-    on_add, on_update, on_delete = handler
-    if what in ("add", "synthetic add"):
-        if on_add is not None:
-            assert isinstance(new, KubeObject)
-            return on_add(new.deepcopy())
-    elif what == "update":
-        if on_update is not None:
-            assert isinstance(new, KubeObject) and isinstance(old, KubeObject)
-            return on_update(old.deepcopy(), new.deepcopy())
-    elif on_delete is not None:
-        return on_delete(
-            DeletedFinalStateUnknown(new.key, new.obj.deepcopy())
-            if isinstance(new, DeletedFinalStateUnknown)
-            else new.deepcopy()
-        )
-    return None
-
-
-class _Listener:
-    """client-go's ``processorListener``: one handler, its own buffer, its own goroutine.
-
-    ``add`` appends to the buffer (client-go's ``pendingNotifications`` ring
-    grows without bound, so ``distribute`` never waits for a slow handler);
-    the head is handled in a scheduled step of the listener's own actor, inside
-    a ``max_lag`` window, and the next one only after it returns. An ``async
-    def`` handler's coroutine is handed to the listener's actor and awaited
-    there; the listener stays busy, delivering nothing, until it returns (the
-    Go handler blocks its ``run`` goroutine the same way).
-    """
-
-    __slots__ = ("_calls", "_informer", "actor", "busy", "handler", "notes", "timer")
-
-    def __init__(self, informer: Informer, handler: _Handler, actor: str) -> None:
-        self._informer = informer
-        self.handler = handler
-        self.actor = actor
-        self.notes: deque[_Note] = deque()
-        self.timer: TimerHandle | None = None
-        self.busy = False  # an async handler is awaiting
-        self._calls: Queue[Coroutine[Any, Any, object]] | None = None
-        if any(fn is not None and inspect.iscoroutinefunction(fn) for fn in handler):
-            self._start_runner()
-
-    def _start_runner(self) -> None:
-        """The listener's goroutine as an actor, for the handler's awaits (crashes with the informer's process)."""
-        inf = self._informer
-        calls: Queue[Coroutine[Any, Any, object]] = inf._world.Queue()
-        self._calls = calls
-
-        async def serve() -> None:
-            while True:
-                coro = await calls.get(f"{inf.name} await handler")
-                try:
-                    await coro
-                finally:
-                    self.busy = False
-                    self.pump()
-
-        if inf._process is not None:
-            inf._process.spawn(self.actor, serve, daemon=True)
-        else:
-            inf._world.spawn(self.actor, serve, daemon=True)
-
-    def add(self, note: _Note) -> None:
-        self.notes.append(note)
-        world = self._informer._world
-        if world._fp is not None:
-            self._touch(note, write=True)
-        if self.timer is None and not self.busy:
-            self.pump()
-
-    def pump(self) -> None:
-        inf = self._informer
-        if inf._stopped or not self.notes or self.timer is not None or self.busy:
-            return
-        what, _old, new = self.notes[0]
-        obj = new.obj if isinstance(new, DeletedFinalStateUnknown) else new
-        verb = what if what == "synthetic add" else f"handle {what}"
-        self.timer = inf._world.call_later(
-            0.0, self._handle_next, label=f"{inf.name} {verb} {obj.key} rv={obj.resource_version}",
-            actor=self.actor, key=obj.ref, window=inf.max_lag,
-        )
-
-    def _handle_next(self) -> None:
-        self.timer = None
-        inf = self._informer
-        if inf._stopped or not self.notes:
-            return
-        what, old, new = self.notes.popleft()
-        if inf._world._fp is not None:
-            self._touch((what, old, new), write=False)
-        if inf._world.noting:
-            inf._note_handler(what, old, new, self.actor)
-            inf._touch_memory(what, new, [self.handler])
-        result = _call(self.handler, what, old, new)
-        if inspect.iscoroutine(result):
-            assert self._calls is not None, "a handler that returns a coroutine is refused at registration"
-            self.busy = True
-            self._calls.put_nowait(result)
-            return
-        self.pump()
-
-    def _touch(self, note: _Note, *, write: bool) -> None:
-        """The listener's buffer: its order (a FIFO) and the notification, by key and revision."""
-        what, _old, new = note
-        obj = new.obj if isinstance(new, DeletedFinalStateUnknown) else new
-        world = self._informer._world
-        world.touch(f"{self.actor} buffer", write=True, decides=False)
-        world.touch(f"{self.actor} buffer: {obj.key}", write=write, said=f"{what} {obj.key} rv={obj.resource_version}",
-                    version=obj.resource_version)
-
-    def stop(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-        self.notes.clear()
-
 
 
 class _Delta:
@@ -421,7 +217,7 @@ class _Replace:
         self.rv = rv
 
 
-class Informer:
+class Informer(InformerTrace):
     """A shared index informer for one kind: ``start()``, ``lister``, ``add_event_handler``."""
 
     def __init__(
@@ -954,113 +750,7 @@ class Informer:
         for listener in self._listeners:
             listener.add((what, old, new))
 
-    # ------------------------------------------------------------- footprints
-    def _touch_write(self, key: str, obj: KubeObject | None, membership: bool) -> None:
-        """A cache entry written (``obj``) or removed (None); ``membership``: the set of cached keys changed."""
-        world = self._world
-        said = f"{self.name} cache: {key} " + ("deleted" if obj is None else f"rv={obj.resource_version}")
-        world.touch(self._cache + key, write=True, said=said, version=None if obj is None else obj.resource_version)
-        world.touch(self._cache_all, write=True, decides=membership)
-
-    def _touch_memory(self, what: str, new: KubeObject | DeletedFinalStateUnknown,
-                      handlers: builtins.list[_Handler]) -> None:
-        """A model's handler ran: it wrote its process's memory, which the harness cannot see (told runs only).
-
-        The memory is :meth:`World.memory_of` the informer's actor: one resource
-        per declared process (every undeclared actor's is one and the same),
-        read by every step of that process's actors, so a decision reads from
-        the last handler call before it. A process that records its memory by
-        key (``share_memory(..., recorded=True)``) is told key by key instead.
-        """
-        mem = self._world.memory_of(self.name)
-        if mem is None or not any(fn is not None and not str(getattr(fn, "__module__", "")).startswith("harness.")
-                                  for h in handlers for fn in h):
-            return
-        obj = new.obj if isinstance(new, DeletedFinalStateUnknown) else new
-        call = {"add": "OnAdd", "synthetic add": "OnAdd", "update": "OnUpdate"}.get(what, "OnDelete")
-        self._world.touch(mem, write=True, said=f"{call} {obj.ref} rv={obj.resource_version}")
-
-    def _touch_read(self, key: str, obj: KubeObject | None) -> None:
-        """A lister read of one key: the entry and its resourceVersion, or absent (and, told, what it missed)."""
-        world = self._world
-        said = f"lister {self.kind} {key}: " + ("absent" if obj is None else f"rv={obj.resource_version}")
-        missed = self._missed(key, obj) if world.noting else None
-        if world.noting and obj is not None and obj.deletion_timestamp is not None:
-            said += " (deleting)"  # what a reconcile branches on first; the story shows it where it was read
-        if missed is not None:
-            # a cached object of the same name that is another object (deleted and re-created meanwhile)
-            other = f", another object: {obj.uid} cached, {missed.uid} live" if obj is not None and \
-                missed.uid != obj.uid else ""
-            said += f" (the apiserver has rv={missed.resource_version}{other})"
-        world.touch(self._cache + key, said=said)
-        if missed is not None:  # the commit the cache does not show yet: a story names the write it did not see
-            world.touch(missed.ref, said=f"{missed.key} rv={missed.resource_version} not yet in the cache",
-                        version=missed.resource_version)
-
-    def _touch_list(self, found: builtins.list[KubeObject], namespace: str | None,
-                    selector: dict[str, str] | None) -> None:
-        """A lister LIST: each entry returned, the whole cache, and (told) the objects it did not show yet."""
-        world = self._world
-        for o in found:
-            world.touch(self._cache + o.key, said=f"rv={o.resource_version}")
-        where = f" of {namespace}" if namespace else ""
-        sel = "" if not selector else " " + ",".join(f"{k}={v}" for k, v in selector.items())
-        names = ", ".join(o.name for o in found[:6]) + (", ..." if len(found) > 6 else "")
-        said = f"lister: {len(found)} {self.kind}{'s' if len(found) != 1 else ''}{where}{sel}" + (
-            f" ({names})" if found else "")
-        missing: builtins.list[KubeObject] = []
-        if world.noting:
-            shown = {o.key for o in found}
-            missing = [o for o in self._api._select(self.kind, namespace, selector) if o.key not in shown]
-            if missing:
-                said += "; " + ", ".join(f"{o.name} absent" for o in missing[:4]) + (
-                    f" and {len(missing) - 4} more" if len(missing) > 4 else "") + " (on the apiserver, not yet cached)"
-            stale = [o for o in found if (cur := self._api._store.get(self.kind, {}).get(o.key)) is not None
-                     and cur.resource_version != o.resource_version]
-            if stale:
-                said += "; stale: " + ", ".join(f"{o.name} rv={o.resource_version}" for o in stale[:4])
-        world.touch(self._cache_all, said=said)
-        for o in missing:
-            world.touch(o.ref, said=f"{o.key} rv={o.resource_version} not yet in the cache", version=o.resource_version)
-
-    def _missed(self, key: str, obj: KubeObject | None) -> KubeObject | None:
-        """What the apiserver holds under ``key`` that this cache does not show (newer, or not cached at all)."""
-        cur = self._api._store.get(self.kind, {}).get(key)
-        if cur is None or (obj is not None and obj.resource_version >= cur.resource_version):
-            return None
-        return cur
-
     # ------------------------------------------------------------------ notes
-    def _note_handler(
-        self, what: str, old: KubeObject | DeletedFinalStateUnknown | None, new: KubeObject | DeletedFinalStateUnknown,
-        by: str,
-    ) -> None:
-        """The note of one handler call: which callback got which object (``OnAdd``, ``OnUpdate``, ``OnDelete``)."""
-        obj = new.obj if isinstance(new, DeletedFinalStateUnknown) else new
-        call = {"add": "OnAdd", "synthetic add": "OnAdd (late handler)", "update": "OnUpdate"}.get(what, "OnDelete")
-        was = f" (was rv={old.resource_version})" if isinstance(old, KubeObject) and what == "update" else ""
-        tomb = " (DeletedFinalStateUnknown)" if isinstance(new, DeletedFinalStateUnknown) else ""
-        self._world.note(f"{call} {obj.ref} rv={obj.resource_version}{was}{tomb}", kind="handler", key=obj.ref,
-                         handler=call, rv=obj.resource_version, listener=by)
-
-    def _note_list(self, objects: builtins.list[KubeObject], rv: int, stale: tuple[int, str, float] | None,
-                   deltas: builtins.list[_Replacement]) -> None:
-        """The note of a LIST: its revision, what it returned, and (for a relist) what it will replace."""
-        names = ", ".join(o.key for o in objects[:6]) + (", ..." if len(objects) > 6 else "")
-        n = len(objects)
-        where = "the apiserver" if stale is None else (
-            f"a lagging watch cache (the revision of {stale[1]}; the apiserver is at rv={self._api.resource_version}); "
-            f"the view stays there until t={stale[2]:.3f}")
-        first = "" if self.relists <= 1 else "re"
-        tombs = [d for d in deltas if d[0] == "tombstone"]
-        keys = [o.ref for o in objects] + [t.obj.ref for _, t in tombs if isinstance(t, DeletedFinalStateUnknown)]
-        self._world.note(
-            f"{first}LIST {self.kind} at rv={rv} from {where}: {n} object{'s' if n != 1 else ''}"
-            + (f" ({names})" if objects else "") + (f"; {len(tombs)} known key(s) missing" if tombs else ""),
-            kind="list", keys=keys, rv=rv, objects=n, stale=stale is not None, relist=self.relists > 1,
-            listed=self.kind,
-        )
-
     def _note_lost(self, lost: builtins.list[_Delta | _Replace], drop: bool) -> None:
         """The note of a broken watch: the events it lost (never sent, so never delivered) and what comes next."""
         events = [d.event for d in lost if isinstance(d, _Delta)]
@@ -1081,41 +771,6 @@ class Informer:
             for obj in list(self._store.values()):
                 self._notify("update", obj, obj)
         self._schedule_resync()
-
-
-
-def watch_break(
-    world: World, name: str, ev: WatchEvent, last_rv: int, *, drops: bool, ends: bool,
-    drop_then: str = "relists after backoff", end_then: str | None = None,
-) -> str | None:
-    """The two reception fault points of one watch event: does the watch break before ``ev`` is sent?
-
-    ``"drop"`` (``watch_drop``: the watch ends with an error), ``"end"``
-    (``watch_end``: it closes cleanly) or None. Shared by the informer's
-    reflector and the HTTP API's watch connections (``_httpapi.py``), so a
-    plan names a broken watch the same way whoever reads it; ``drop_then`` and
-    ``end_then`` say what the reader does next.
-    """
-    obj = ev.object
-    # labels read whole with their revisions and without them (a plan entry's identity drops "rv=N")
-    head = f"{ev.type} {obj.key} rv={obj.resource_version}"
-    if world.fault("watch_drop", f"{name} watch drops before {head} is sent; {drop_then}", key=obj.ref,
-                   default=drops):
-        return "drop"
-    then = end_then if end_then is not None else f"resumes from the last received rv={last_rv}"
-    if world.fault("watch_end", f"{name} watch ends before {head} is sent; {then}", key=obj.ref, default=ends):
-        return "end"
-    return None
-
-
-def note_lost(world: World, events: builtins.list[WatchEvent], drop: bool, then: str, *, rv: int = 0) -> None:
-    """The note of a broken watch: the events it lost (never sent, so never delivered) and what comes next."""
-    said = ", ".join(f"{e.type} {e.object.key} rv={e.object.resource_version}" for e in events)
-    world.note(
-        f"watch {'drops' if drop else 'ends'}: lost (never delivered) {said}; {then}", kind="watch",
-        keys=[e.object.ref for e in events], lost=[f"{e.type} {e.object.key} rv={e.object.resource_version}"
-                                                    for e in events], drop=drop, rv=rv,
-    )
 
 
 def informers_of(world: World) -> list[Informer]:

@@ -83,7 +83,7 @@ class KubeObject:
     status: dict[str, Any] = field(default_factory=dict)
     #: every other top-level field of the object's JSON (``apiVersion``, a ConfigMap's ``data``, a Secret's
     #: ``type``, a Role's ``rules``), and under ``"metadata"`` the metadata fields not above (``generateName``):
-    #: what the HTTP API (``_httpapi.py``) keeps so that a whole body round-trips; models rarely need it
+    #: what the HTTP API (``_http/_codec.py``) keeps so that a whole body round-trips; models rarely need it
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

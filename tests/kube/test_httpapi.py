@@ -23,7 +23,7 @@ from lightkube.types import PatchType
 
 import harness as h
 from harness.kube import APIServer, KubeObject
-from harness.kube._httpapi import json_merge_patch, json_patch, parse_label_selector, selects, strategic_merge_patch
+from harness.kube._http import json_merge_patch, json_patch, parse_label_selector, selects, strategic_merge_patch
 from harness.sim import RandomChooser, run_once
 from tests.kube.kube_support import FaultChooser, clean, run, run_with
 

@@ -1,0 +1,321 @@
+"""The REST handler: one request (method, path, headers, body) to one :class:`Reply`, over an apiserver.
+
+:class:`APIHandler` is what every transport calls, the in-world httpx
+transport (``_httpx.py``) and the TCP server (``_tcp.py``) alike. It maps REST
+paths, verbs, query parameters, patch types and ``Status`` error bodies onto
+the simulated apiserver's public verbs, following ``k8s.io/apiserver/pkg/endpoints``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlsplit
+
+from .._apiserver import APIServer
+from .._errors import ApiError, Invalid, NotFound
+from .._objects import KubeObject
+from ._codec import (
+    JSON_PATCH,
+    MERGE_PATCH,
+    STRATEGIC_MERGE_PATCH,
+    Codec,
+    _continue_token,
+    _dumps,
+    _make_continue,
+    _parse,
+)
+from ._patches import json_merge_patch, json_patch, strategic_merge_patch
+from ._resources import BUILTIN_RESOURCES, CRD_KIND, Resource, _accept_crd, _Path, _split, crd_resources
+from ._selectors import _fields_match, parse_field_selector, parse_label_selector, selects
+from ._status import BadRequest, MethodNotSupported, UnsupportedMediaType, status_body
+from ._watch import WatchOptions, _Watch
+
+if TYPE_CHECKING:
+    from harness.sim import World
+
+# ------------------------------------------------------------------------------------------- replies
+@dataclass
+class Reply:
+    """An HTTP answer: a status code and a JSON document (or, for a watch, the stream)."""
+
+    code: int
+    doc: Any = None
+    watch: _Watch | None = None
+
+    def body(self) -> bytes:
+        return _dumps(self.doc) if self.doc is not None else b""
+
+# ------------------------------------------------------------------------------------------- handler
+class APIHandler:
+    """The REST API of one :class:`APIServer`: call :meth:`handle` with a request, get a :class:`Reply`.
+
+    ``epoch`` is the Unix time virtual time 0 stands for in timestamps (0 in a
+    world, so runs print the same; ``serve`` passes the real start time).
+    """
+
+    def __init__(self, api: APIServer, *, epoch: float = 0.0) -> None:
+        self.api = api
+        self.world: World = api._world
+        self.codec = Codec(self._kind_api_version, epoch)
+        self._builtin = {(r.group, r.plural): r for r in BUILTIN_RESOURCES}
+        self._builtin_kinds = {r.kind: r for r in BUILTIN_RESOURCES}
+
+    # ----------------------------------------------------------------- resources
+    def resources(self) -> list[Resource]:
+        """Every resource served now: the built-ins, then each CRD's, in CRD creation order."""
+        out = list(BUILTIN_RESOURCES)
+        for crd in self.api._store.get(CRD_KIND, {}).values():
+            if crd.deletion_timestamp is None:
+                out.extend(crd_resources(crd))
+        return out
+
+    def _resolve(self, group: str, version: str, plural: str) -> Resource | None:
+        res = self._builtin.get((group, plural))
+        if res is not None:
+            return res if res.version == version else None
+        for crd in self.api._store.get(CRD_KIND, {}).values():
+            if crd.spec.get("group") == group and crd.deletion_timestamp is None:
+                for r in crd_resources(crd):
+                    if r.plural == plural and r.version == version:
+                        return r
+        return None
+
+    def resource_of(self, kind: str) -> Resource | None:
+        """The resource serving ``kind`` (its first served version), or None."""
+        res = self._builtin_kinds.get(kind)
+        if res is not None:
+            return res
+        return next((r for r in self.resources() if r.kind == kind), None)
+
+    def _kind_api_version(self, kind: str) -> str:
+        res = self.resource_of(kind)
+        return res.api_version if res is not None else "v1"
+
+    # ------------------------------------------------------------------ requests
+    async def handle(self, method: str, target: str, headers: dict[str, str], body: bytes, client: str,
+                     options: WatchOptions | None = None) -> Reply:
+        """One HTTP request (``target`` is the path and query); errors come back as ``Status`` replies.
+
+        ``client`` names the caller's watch streams ("<client>/watch/<Kind>"); ``options`` are their lag window
+        and fault flags."""
+        url = urlsplit(target)
+        query = dict(parse_qsl(url.query, keep_blank_values=True))
+        where = _split(url.path)
+        if isinstance(where, str):
+            return self._discovery(method, where)
+        res = self._resolve(where.group, where.version, where.plural)
+        if res is None:
+            return Reply(404, status_body(NotFound("the server could not find the requested resource")))
+        where.query = query
+        try:
+            return await self._serve(method.upper(), res, where, headers, body, client, options or WatchOptions())
+        except ApiError as err:
+            return Reply(err.code, status_body(err, res, where.name))
+
+    async def _serve(self, method: str, res: Resource, p: _Path, headers: dict[str, str], body: bytes,
+                     client: str, options: WatchOptions) -> Reply:
+        if res.namespaced is False and p.namespace:
+            raise NotFound("the server could not find the requested resource")
+        if p.subresource and not (p.subresource == "status" and res.status):
+            raise NotFound("the server could not find the requested resource")
+        q = p.query
+        if not p.name:
+            if method == "GET" and q.get("watch") in ("1", "true"):
+                return await self._watch(res, p, client, options)
+            if method == "GET":
+                return await self._list(res, p)
+            if method == "POST":
+                return await self._create(res, p, _parse(body))
+            raise MethodNotSupported(f"the server does not allow this method on the requested resource ({method})")
+        ns = p.namespace if res.namespaced else ""
+        if method == "GET":
+            return Reply(200, self.codec.encode(await self.api.get(res.kind, ns, p.name), res))
+        if method == "PUT":
+            return await self._update(res, p, ns, _parse(body))
+        if method == "PATCH":
+            ctype = headers.get("content-type", "").split(";")[0].strip()
+            return await self._patch(res, p, ns, ctype, body)
+        if method == "DELETE":
+            return await self._delete(res, p, ns, _parse(body) if body.strip() else {})
+        raise MethodNotSupported(f"the server does not allow this method on the requested resource ({method})")
+
+    def _discovery(self, method: str, where: str) -> Reply:
+        """``discovery.APIVersionHandler``/``APIGroupHandler``: what kubectl reads before anything else."""
+        if method.upper() != "GET":
+            return Reply(405, status_body(MethodNotSupported("the server does not allow this method")))
+        served = self.resources()
+        groups: dict[str, list[str]] = {}
+        for r in served:
+            if r.group and r.version not in groups.setdefault(r.group, []):
+                groups[r.group].append(r.version)
+
+        def group(name: str) -> dict[str, Any]:
+            versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in groups[name]]
+            return {"name": name, "versions": versions, "preferredVersion": versions[0]}
+
+        if where == "api":
+            return Reply(200, {"kind": "APIVersions", "versions": ["v1"],
+                               "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]})
+        if where == "apis":
+            return Reply(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [group(g) for g in groups]})
+        if where.startswith("group:") and where[6:] in groups:
+            return Reply(200, {"kind": "APIGroup", "apiVersion": "v1", **group(where[6:])})
+        if where.startswith("resources:"):
+            gv = where.split(":", 1)[1]
+            g, v = gv.split("/", 1)
+            listed = [d for r in served if r.group == g and r.version == v for d in r.discovery()]
+            if listed:
+                return Reply(200, {"kind": "APIResourceList", "apiVersion": "v1",
+                                   "groupVersion": f"{g}/{v}" if g else v, "resources": listed})
+        if where == "version":
+            return Reply(200, {"major": "1", "minor": "32", "gitVersion": "v1.32.0-race-harness",
+                               "platform": "linux/amd64"})
+        if where == "root":
+            return Reply(200, {"paths": ["/api", "/api/v1", "/apis", "/version",
+                                         *(f"/apis/{g}/{v}" for g, vs in groups.items() for v in vs)]})
+        return Reply(404, status_body(NotFound("the server could not find the requested resource")))
+
+    # ------------------------------------------------------------------ verbs
+    async def _list(self, res: Resource, p: _Path) -> Reply:
+        """``handlers/get.go`` ListResource: selectors, resourceVersion semantics, limit/continue (key order)."""
+        q = p.query
+        labels = parse_label_selector(q.get("labelSelector", ""))
+        fields = parse_field_selector(q.get("fieldSelector", ""), res.kind)
+        limit = int(q["limit"]) if q.get("limit", "").isdigit() else 0
+        rv, match = q.get("resourceVersion", ""), q.get("resourceVersionMatch", "")
+        if rv and not rv.isdigit():
+            raise BadRequest(f'invalid resource version "{rv}"')
+        at: int | None = None
+        start = ""
+        if q.get("continue"):
+            at, start = _continue_token(q["continue"])
+        elif match == "Exact" and rv:
+            at = int(rv)
+        namespace = p.namespace if res.namespaced and p.namespace else None
+        objects = await self.api.list(res.kind, namespace, resource_version=rv if at is None else "", at=at)
+        served_rv = at if at is not None else self.api.listed_rv
+        items = sorted((o for o in objects if selects(labels, o.labels) and _fields_match(fields, o)),
+                       key=lambda o: (o.namespace, o.name))
+        if start:
+            items = [o for o in items if f"{o.namespace}/{o.name}" > start]
+        meta: dict[str, Any] = {"resourceVersion": str(served_rv)}
+        if limit and len(items) > limit:
+            last = items[limit - 1]
+            meta["continue"] = _make_continue(served_rv, f"{last.namespace}/{last.name}")
+            meta["remainingItemCount"] = len(items) - limit
+            items = items[:limit]
+        return Reply(200, {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta,
+                           "items": [self.codec.encode(o, res) for o in items]})
+
+    async def _create(self, res: Resource, p: _Path, doc: Any) -> Reply:
+        """``handlers/create.go``: 201 with the object; ``generateName`` names it when ``name`` is empty."""
+        obj = self.codec.decode(doc, res, p.namespace)
+        generate = str((obj.extra.get("metadata") or {}).get("generateName") or "")
+        if not obj.name and not generate:
+            raise Invalid(f'{res.kind} "" is invalid: metadata.name: Required value: name or generateName is '
+                          "required")
+        if res.namespaced and not obj.namespace:
+            raise BadRequest("the namespace of the object is not set and the request names none")
+        obj.uid, obj.resource_version = "", 0  # server-owned: a create ignores what the client sent
+        if res.kind == CRD_KIND:
+            _accept_crd(obj)
+        out = await self.api.create(obj, generate_name=generate)
+        return Reply(201, self.codec.encode(out, res))
+
+    async def _update(self, res: Resource, p: _Path, ns: str, doc: Any) -> Reply:
+        """``handlers/update.go``: the body's resourceVersion is the precondition (409 Conflict when stale)."""
+        obj = self.codec.decode(doc, res, ns)
+        if obj.name != p.name:
+            raise BadRequest(f"the name of the object ({obj.name}) does not match the name on the URL ({p.name})")
+        if p.subresource == "status":
+            out = await self.api.update_status(obj)
+        elif res.status:
+            out = await self.api.update(obj)
+        else:  # no status subresource: the main resource writes status too
+            out = await self.api._rewrite("update", res.kind, ns, p.name, lambda _cur: obj, keep_status=False)
+        return Reply(200, self.codec.encode(out, res))
+
+    async def _patch(self, res: Resource, p: _Path, ns: str, ctype: str, body: bytes) -> Reply:
+        """``handlers/patch.go``: the patch is applied to the object read at the commit (never a lost update)."""
+        accepted = [JSON_PATCH, MERGE_PATCH] + ([STRATEGIC_MERGE_PATCH] if res.builtin else [])
+        if ctype not in accepted:  # apply-patch+yaml (server-side apply) is not served
+            raise UnsupportedMediaType.of(accepted)
+        patch = _parse(body)
+        apply: Callable[[Any, Any], Any] = {JSON_PATCH: json_patch, MERGE_PATCH: json_merge_patch,
+                                            STRATEGIC_MERGE_PATCH: strategic_merge_patch}[ctype]
+        status_only = p.subresource == "status"
+
+        def build(cur: KubeObject) -> KubeObject:
+            doc = self.codec.encode(cur, res)
+            patched = apply(doc, patch)
+            new = self.codec.decode(patched, res, ns)
+            if new.name != cur.name:
+                raise BadRequest(f"the name of the object ({new.name}) does not match the name on the URL ({cur.name})")
+            if not new.resource_version:  # a patch that does not name a revision is unconditional
+                new.resource_version = cur.resource_version
+            return new
+
+        verb = "patch_status" if status_only else "patch"
+        out = await self.api._rewrite(verb, res.kind, ns, p.name, build, status_only=status_only,
+                                      keep_status=res.status)
+        return Reply(200, self.codec.encode(out, res))
+
+    async def _delete(self, res: Resource, p: _Path, ns: str, doc: Any) -> Reply:
+        """``handlers/delete.go``: DeleteOptions (preconditions, propagationPolicy, gracePeriodSeconds).
+
+        200 with the object while it is still there (finalizers, a grace
+        period) or when the registry returns deleted objects (Pods, custom
+        resources: ``ReturnDeletedObject``); else 200 with a Success Status.
+        """
+        if not isinstance(doc, dict):
+            raise BadRequest("DeleteOptions must be a JSON object")
+        q = p.query
+        pre = doc.get("preconditions") or {}
+        uid = pre.get("uid") or None
+        rv = pre.get("resourceVersion") or None
+        if rv is not None and not str(rv).isdigit():
+            raise BadRequest(f"invalid precondition resourceVersion {rv!r}")
+        policy = doc.get("propagationPolicy") or q.get("propagationPolicy") or None
+        orphan = doc.get("orphanDependents", q.get("orphanDependents"))
+        if policy is None and orphan is not None:
+            policy = "Orphan" if orphan in (True, "true") else "Background"
+        grace = doc.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
+        if policy not in (None, "Background", "Foreground", "Orphan"):
+            raise Invalid(f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
+                          f'"{policy}": supported values: "Foreground", "Background", "Orphan", "nil"')
+        out = await self.api.delete(res.kind, ns, p.name, uid=uid, resource_version=None if rv is None else int(rv),
+                                    propagation=policy, grace_period_seconds=None if grace is None else int(grace))
+        still = self.api._store.get(res.kind, {}).get(out.key)
+        if (still is not None and still.uid == out.uid) or res.kind == "Pod" or not res.builtin:
+            return Reply(200, self.codec.encode(out, res))
+        details: dict[str, Any] = {"name": p.name, "kind": res.plural, "uid": out.uid}
+        if res.group:
+            details = {"name": p.name, "group": res.group, "kind": res.plural, "uid": out.uid}
+        return Reply(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                           "details": details})
+
+    async def _watch(self, res: Resource, p: _Path, client: str, options: WatchOptions) -> Reply:
+        """``handlers/watch.go`` over the watch cache: see :class:`_Watch`."""
+        q = p.query
+        labels = parse_label_selector(q.get("labelSelector", ""))
+        fields = parse_field_selector(q.get("fieldSelector", ""), res.kind)
+        rv = q.get("resourceVersion", "")
+        if rv and not rv.isdigit():
+            raise BadRequest(f'invalid resource version "{rv}"')
+        timeout = q.get("timeoutSeconds", "")
+        namespace = p.namespace if res.namespaced and p.namespace else None
+        stream = _Watch(self, res, client, options, namespace, labels, fields,
+                        bookmarks=q.get("allowWatchBookmarks") in ("1", "true"),
+                        timeout=float(timeout) if timeout.isdigit() else None)
+        await stream.open(rv)
+        return Reply(200, watch=stream)
+
+def _handler_of(api: APIServer) -> APIHandler:
+    """One handler per apiserver (the transports of several clients share it)."""
+    handler: APIHandler | None = getattr(api, "_http_handler", None)
+    if handler is None:
+        handler = APIHandler(api)
+        api._http_handler = handler  # type: ignore[attr-defined]  # one per apiserver, made on first use
+    return handler

@@ -1,0 +1,53 @@
+"""HTTP errors and ``metav1.Status`` bodies: what a failed request answers (``apimachinery/pkg/api/errors``).
+
+The apiserver's own errors (:mod:`harness.kube._errors`) carry a reason and a
+code; the few only the REST layer raises (a malformed request, a method or a
+patch type a resource does not take) are here, with the ``Status`` document
+every error is answered with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from .._errors import ApiError
+
+if TYPE_CHECKING:
+    from ._resources import Resource
+
+# ---------------------------------------------------------------------------------------------- errors
+class BadRequest(ApiError):
+    reason = "BadRequest"
+    code = 400
+
+
+class MethodNotSupported(ApiError):
+    reason = "MethodNotAllowed"
+    code = 405
+
+
+class UnsupportedMediaType(ApiError):
+    """415: ``negotiation.NewUnsupportedMediaTypeError`` (a patch type the resource does not take)."""
+
+    reason = "UnsupportedMediaType"
+    code = 415
+
+    @classmethod
+    def of(cls, accepted: Iterable[str]) -> UnsupportedMediaType:
+        return cls("the body of the request was in an unknown format - accepted media types include: "
+                   + ", ".join(accepted))
+
+
+def status_body(err: ApiError, res: Resource | None = None, name: str = "") -> dict[str, Any]:
+    """``metav1.Status`` as ``apimachinery/pkg/api/errors`` builds it: reason, code, message and details."""
+    out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                           "message": err.message, "reason": err.reason}
+    if res is not None:
+        details: dict[str, Any] = {"name": name} if name else {}
+        if res.group:
+            details["group"] = res.group
+        details["kind"] = res.plural
+        out["details"] = details
+    out["code"] = err.code
+    return out

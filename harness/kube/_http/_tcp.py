@@ -1,0 +1,138 @@
+"""The TCP server's protocol side: HTTP/1.1 requests read off a socket, handed to the REST handler, answered.
+
+Each HTTP request is handled by an actor of the world (``http/<n>``), so its
+apiserver calls are yield points as anywhere else; a watch keeps its actor
+until either end closes. The sockets and h11 (the HTTP/1.1 state machine httpx
+itself builds on) live in ordinary Trio tasks beside the world. What listens
+where, and the command that runs it, are ``python -m harness serve``'s
+(``harness/cli/_serve.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import trio
+
+    from harness.sim import World
+
+    from ._handler import APIHandler
+
+
+class TCPServer:
+    """Serves one :class:`APIHandler` to every connection handed to :meth:`connection` (``trio.serve_listeners``).
+
+    ``client`` names the watch streams of its requests (``"<client>/watch/<Kind>"``).
+    """
+
+    def __init__(self, world: World, handler: APIHandler, client: str = "kubectl") -> None:
+        self.world = world
+        self.handler = handler
+        self.client = client
+        self._requests = 0
+
+    async def connection(self, stream: trio.SocketStream) -> None:
+        import h11
+        import trio
+
+        conn = h11.Connection(h11.SERVER)
+        try:
+            while True:
+                request, body = await self._read_request(conn, stream)
+                if request is None:
+                    return
+                headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers}
+                reply_box: dict[str, Any] = {}
+                done = trio.Event()
+                send, receive = trio.open_memory_channel[bytes | None](math.inf)
+                self._requests += 1
+                self.world.spawn(f"http/{self._requests}", self._handle, request.method.decode(),
+                                 request.target.decode("latin-1"), headers, body, reply_box, done, send)
+                await done.wait()
+                reply = reply_box["reply"]
+                if reply.watch is None:
+                    data = reply.body()
+                    await _send(stream, conn, h11.Response(status_code=reply.code, headers=[
+                        ("Content-Type", "application/json"), ("Content-Length", str(len(data)))]))
+                    await _send(stream, conn, h11.Data(data=data))
+                    await _send(stream, conn, h11.EndOfMessage())
+                else:
+                    await self._stream_watch(conn, stream, reply.watch, receive)
+                    return
+                if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
+                    return
+                conn.start_next_cycle()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.RemoteProtocolError):
+            return
+        finally:
+            with trio.move_on_after(1) as scope:
+                scope.shield = True
+                await stream.aclose()
+
+    async def _read_request(self, conn: Any, stream: trio.SocketStream) -> tuple[Any, bytes]:
+        import h11
+
+        request = None
+        body = b""
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                data = await stream.receive_some(65536)
+                conn.receive_data(data)
+                if not data and conn.their_state is not h11.SEND_BODY and request is None:
+                    return None, b""
+            elif isinstance(event, h11.Request):
+                request = event
+            elif isinstance(event, h11.Data):
+                body += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                return request, body
+            elif isinstance(event, h11.ConnectionClosed):
+                return None, b""
+
+    async def _stream_watch(self, conn: Any, stream: trio.SocketStream, watch: Any, receive: Any) -> None:
+        import h11
+        import trio
+
+        await _send(stream, conn, h11.Response(status_code=200, headers=[
+            ("Content-Type", "application/json"), ("Transfer-Encoding", "chunked")]))
+
+        async def client_gone(cancel: trio.CancelScope) -> None:
+            while await stream.receive_some(4096):
+                pass
+            cancel.cancel()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client_gone, nursery.cancel_scope)
+            try:
+                async for chunk in receive:
+                    if chunk is None:
+                        break
+                    await _send(stream, conn, h11.Data(data=chunk))
+                else:
+                    return
+                await _send(stream, conn, h11.EndOfMessage())
+            finally:
+                watch._close(b"")  # wakes the actor reading it, which then ends
+                nursery.cancel_scope.cancel()
+
+    async def _handle(self, method: str, target: str, headers: dict[str, str], body: bytes, box: dict[str, Any],
+                      done: trio.Event, send: Any) -> None:
+        reply = await self.handler.handle(method, target, headers, body, self.client)
+        box["reply"] = reply
+        done.set()
+        if reply.watch is not None:
+            try:
+                while (chunk := await reply.watch.read()) is not None:
+                    send.send_nowait(chunk)
+            except ConnectionResetError:
+                pass
+            send.send_nowait(None)
+
+
+async def _send(stream: trio.SocketStream, conn: Any, event: Any) -> None:
+    data = conn.send(event)
+    if data:
+        await stream.send_all(data)
