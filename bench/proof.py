@@ -26,7 +26,7 @@ from typing import Any
 
 import harness as h
 from harness.explore._exhaustive import InProcessShards, RefereeJob, _report, run_plans
-from harness.explore._explore import parse_faults
+from harness.explore._faults import parse_faults
 from harness.sim import Limits, PlanChooser, run_once
 
 RACE = "volcano_gang_close"

@@ -379,7 +379,7 @@ def _copy_scenario_file(cx: Any, copy: Path, label: str) -> None:
     import hashlib
 
     from ..explore._counterexample import _NAMED, resolve_scenario
-    from ..explore._scenarios import is_file_ref
+    from ..explore._references import is_file_ref
     from ..report import atomic_write_text, record_written
 
     where, _, qualname = cx.scenario.rpartition(":")

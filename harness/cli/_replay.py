@@ -53,7 +53,8 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _replay_scenario(args: argparse.Namespace) -> int:
-    from ..explore._scenarios import check_params, parse_params, raw_params, resolve
+    from ..explore._params import check_params, parse_params, raw_params
+    from ..explore._references import resolve
     from ..sim import ReplayChooser, run_once
 
     fn = resolve(args.file, error=UsageError, source="the command line")

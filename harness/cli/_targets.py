@@ -37,7 +37,8 @@ def _resolve_targets(
     names: Sequence[str], variant: str | None, param_items: Sequence[str], *, live: bool, expect: str | None = None
 ) -> list[_Target]:
     """Resolve every TARGET before anything runs: a typo is exit 2, never a half-done hunt."""
-    from ..explore._scenarios import check_params, parse_params, raw_params, resolve
+    from ..explore._params import check_params, parse_params, raw_params
+    from ..explore._references import resolve
 
     params = parse_params(param_items)
     typed = raw_params(param_items)

@@ -1,7 +1,7 @@
 """Counterexamples: a failing run that can be saved, loaded and replayed exactly.
 
 A counterexample is decided by its scenario (``package.module:qualname`` or
-``path/to/file.py:qualname``, see :mod:`harness.explore._scenarios`), its
+``path/to/file.py:qualname``, see :mod:`harness.explore._references`), its
 parameters and its list of choices. The trace and violation are stored too,
 so a replay can check, step by step, that the scenario still does what it did,
 and say in words where it diverged when it does not.
@@ -41,8 +41,9 @@ from ..sim import (
     identity_label,
     run_once,
 )
-from ._scenarios import file_of_module, name_of, portable_ref, split_ref
-from ._scenarios import resolve as resolve_marked
+from ._references import file_of_module, portable_ref, split_ref
+from ._references import resolve as resolve_marked
+from ._scenarios import name_of
 from ._story import Story, presented, tell
 
 #: trace format versions this harness still replays (1: positional choices only, no plan; 2: no ``defaults``;
@@ -143,7 +144,7 @@ def resolve_scenario(ref: str, *, base: Path | None = None) -> Scenario:
     """The scenario ``ref`` names: one this process named itself, else a *marked* scenario only.
 
     A reference read from a file is resolved by the rules of
-    :mod:`harness.explore._scenarios`: nothing is imported unless its source marks
+    :mod:`harness.explore._references`: nothing is imported unless its source marks
     the name as a scenario, and ``os:system`` is refused (:class:`TraceFileError`).
     A relative file path is taken from ``base`` (default: the current folder).
     """

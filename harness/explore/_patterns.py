@@ -36,7 +36,7 @@ The first member to run takes the canonical run with notes (one run, shared).
 Candidates are ranked (a new UID before a deletion mark, these before
 another spec, and that before other finalizers alone; a create or a deletion mark, then the delete, before two updates),
 ties in a seeded random order. A member whose candidates are spent falls back to the small plans for
-the rest of its turn (:func:`harness.explore._explore._search_portfolio`).
+the rest of its turn (:func:`harness.explore._sampling._search_portfolio`).
 No model is special: what a member draws is what the runs showed.
 """
 

@@ -18,6 +18,7 @@ from .._interrupt import stop_requested
 from .._options import FAULT_KINDS, FAULT_POINTS_COME_FROM, parse_budget
 from ..sim import RUNAWAY_KINDS, Limits, RunOutcome, Violation, run_batch, run_once
 from ._counterexample import Scenario
+from ._faults import describe_faults
 
 #: the wall clock a seconds budget is measured on; a test injects a clock that moves per call instead, so
 #: what it asserts of a seconds budget does not depend on how fast the machine is
@@ -47,14 +48,6 @@ class Budget:
         if self.seconds is not None:
             parts.append(f"{self.seconds:g} s")
         return " / ".join(parts) or "unbounded"
-
-
-def describe_faults(kinds: frozenset[str] | None) -> str:
-    if kinds is None:
-        return "the model's own fault flags"
-    if "*" in kinds:
-        return "every fault kind"
-    return "no faults" if not kinds else "faults " + ", ".join(sorted(kinds))
 
 
 def _plural(n: int, word: str) -> str:

@@ -113,7 +113,7 @@ def test_bad_param_type_is_a_usage_error(models: Path) -> None:
         assert_one_clean_error(proc.stderr, words)
         assert not (models / "out").exists()  # refused before anything ran or was written
     # what fits is taken: a str parameter gets the text as typed, true/false any case for a bool
-    from harness.explore._scenarios import check_params
+    from harness.explore._params import check_params
 
     async def fn(world: object, *, name: str = "x", on: bool = False, at: float | None = None) -> None: ...
 

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from cli_support import LOST_UPDATE, ROOT, assert_one_clean_error, json_lines, run_cli, run_main
 
-from harness.explore._scenarios import ENTRY_POINT_GROUP, marked_in_source, parse_params
+from harness.explore._params import parse_params
+from harness.explore._scenarios import ENTRY_POINT_GROUP
+from harness.explore._source import marked_in_source
 
 
 def _hunt_then_replay_elsewhere(spec: str, tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> None:

@@ -1,0 +1,280 @@
+"""From a failing run to the canonical minimum: the plan written down, shrunk, and proved minimal.
+
+Whatever found a failure, its run is written as a plan (positional choices to
+named entries, :func:`to_plan`), the plan is shrunk (:func:`shrink_plan`: faults
+first, then holds, then shorter holds), and the ``exhaustive`` referee looks for
+the first failing plan in its order with the fewest entries (:func:`minimize`);
+:func:`prove_found` runs that proof alone, for a counterexample shrunk elsewhere.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from ..sim import (
+    VERDICTS,
+    ConvertingChooser,
+    Entry,
+    Fault,
+    Hold,
+    PlanChooser,
+    ReplayChooser,
+    RunOutcome,
+    Violation,
+    canonical_plan,
+)
+from ._counterexample import Counterexample, Scenario
+from ._exhaustive import ShardRunner, _dedup, _PlanSearch
+from ._runner import Budget, _plural, _Runner
+
+#: what a counterexample says when it was shrunk but its minimality was left for later (``prove_minimal=False``)
+UNCHECKED = "minimality not checked"
+
+@dataclass
+class _Minimum:
+    out: RunOutcome
+    plan: tuple[Entry, ...] | None  # None: positional only (the plan did not reproduce the run)
+    proved: bool | None = None
+    proof: str = ""
+    #: the runner's run count when the shrinker ended (the rest, up to the end of minimize, is the proof)
+    shrunk_at: int | None = None
+
+
+def to_plan(runner: _Runner, out: RunOutcome) -> tuple[RunOutcome, tuple[Entry, ...]] | None:
+    """Write a positional run down as a plan, and check the plan makes the same failure."""
+    conv = ConvertingChooser(out.choices)
+    runner.run(conv)
+    plan = conv.result()
+    again = runner.run(PlanChooser(plan))
+    if out.violation is not None and out.violation.same_bug(again.violation):
+        return again, plan
+    return None
+
+
+def shrink_plan(
+    runner: _Runner, out: RunOutcome, plan: tuple[Entry, ...], *, max_runs: int = 2000
+) -> tuple[RunOutcome, tuple[Entry, ...]]:
+    """Hypothesis-style passes over a plan while the same bug fails.
+
+    Delete each entry (faults first), then pairs; then shorten each hold
+    (until an earlier action that ran while it held, or no hold at all when the
+    release comes anyway); keep a candidate when it is smaller, or as small and
+    shorter. Returns the best run and its plan (inert entries dropped).
+    """
+    assert out.violation is not None
+    target = out.violation
+    best, best_plan = out, plan
+    budget = [max_runs]
+
+    def attempt(cand: tuple[Entry, ...]) -> bool:
+        nonlocal best, best_plan
+        if budget[0] <= 0 or runner.exhausted():
+            return False
+        budget[0] -= 1
+        chooser = PlanChooser(cand)
+        res = runner.run(chooser)
+        if not target.same_bug(res.violation):
+            return False
+        applied = canonical_plan(e for e in cand if e not in chooser.inert)
+        if (len(applied), res.steps) < (len(best_plan), best.steps):
+            best, best_plan = res, applied
+            return True
+        return False
+
+    improved = True
+    while improved and budget[0] > 0:
+        improved = False
+        order = sorted(range(len(best_plan)), key=lambda i: (best_plan[i].kind != "fault", -i))
+        for i in order:
+            if i < len(best_plan) and attempt(best_plan[:i] + best_plan[i + 1 :]):
+                improved = True
+                break
+        if improved:
+            continue
+        for i, j in itertools.combinations(range(len(best_plan)), 2):
+            if budget[0] <= 0:
+                break
+            if attempt(tuple(e for k, e in enumerate(best_plan) if k not in (i, j))):
+                improved = True
+                break
+    # Shorter holds: release earlier (a plan of the same size that runs fewer steps, or reads simpler).
+    for i, e in enumerate(best_plan):
+        if not isinstance(e, Hold) or budget[0] <= 0:
+            continue
+        chooser = PlanChooser(best_plan)
+        runner.run(chooser)
+        for y in _dedup(chooser.during.get(e.what, [])):
+            if y == e.until:
+                break
+            cand = canonical_plan([*best_plan[:i], Hold(e.what, y), *best_plan[i + 1 :]])
+            if attempt(cand):
+                break
+    return best, best_plan
+
+
+def _shrink_positional(runner: _Runner, out: RunOutcome, *, max_runs: int = 1000) -> RunOutcome:
+    """Set positional deviations back to canonical while the same bug fails (fallback when no plan reproduces)."""
+    assert out.violation is not None
+    target = out.violation
+    best = out
+    spent = 0
+    improved = True
+    while improved and spent < max_runs and not runner.exhausted():
+        improved = False
+        choices = best.choices
+        for i in reversed(range(len(choices))):
+            if choices[i] == 0:
+                continue
+            trial = [*choices[:i], 0, *choices[i + 1 :]]
+            cand = runner.run(ReplayChooser(trial))
+            spent += 1
+            if target.same_bug(cand.violation) and cand.deviations < best.deviations:
+                best = cand
+                improved = True
+                break
+            if spent >= max_runs:
+                break
+    return best
+
+
+def minimize(
+    runner: _Runner,
+    out: RunOutcome,
+    *,
+    plan: tuple[Entry, ...] | None = None,
+    proof_budget: int = 5000,
+    prove: bool = True,
+    shrink: bool = True,
+) -> _Minimum:
+    """From any failing run to the canonical minimum (or as close as the budgets allow, said in words)."""
+    assert out.violation is not None
+    # The shrinker has its own budget (shrink_plan's max_runs), not what the search left of its own: a bug
+    # found at run 845 of 1,000 was shrunk for 155 runs and kept a 38-entry plan, whose proof then ran minutes.
+    shrinker = runner.sub(None, phase="shrink")
+    try:
+        if plan is None:
+            written = to_plan(runner, out)
+            if written is None and shrink:
+                out = _shrink_positional(shrinker, out)
+                written = to_plan(runner, out)
+            if written is None:
+                return _Minimum(out, None, None, "not proved minimal: the run could not be written as a plan")
+            out, plan = written
+        if shrink:
+            out, plan = shrink_plan(shrinker, out, plan)
+    finally:
+        runner.absorb(shrinker)
+    shrunk_at = runner.runs
+    if runner.runaway is not None:
+        return _Minimum(out, plan, None, f"not proved minimal: a run of the {runner.runaway_in} ran away ("
+                        f"{_runaway_words(runner.runaway)}); the counterexample stands", shrunk_at=shrunk_at)
+    if not prove:
+        return _Minimum(out, plan, None, UNCHECKED, shrunk_at=shrunk_at)
+    target = out.violation
+    assert target is not None
+    k = len(plan)
+    sub, search = _proof_search(runner, _proof_budget(proof_budget, k), k, target)
+    if sub.runaway is not None:
+        return _Minimum(out, plan, None, "not proved minimal: a run of the minimality proof ran away ("
+                        f"{_runaway_words(sub.runaway)}); the counterexample stands", shrunk_at=shrunk_at)
+    if search.found is not None:
+        found_out, found_plan = search.found
+        return _Minimum(found_out, found_plan, True, "proved minimal", shrunk_at=shrunk_at)
+    covered = search.complete_levels
+    if covered >= k - 1:
+        return _representative(runner, out, plan, proof_budget, shrunk_at)
+    what = "interrupted" if sub.interrupted else f"stopped after {sub.runs:,} {_plural(sub.runs, 'run')}"
+    if covered < 0:
+        return _Minimum(out, plan, None, f"not proved minimal: nothing covered ({what}; {search.coverage()})",
+                        shrunk_at=shrunk_at)
+    return _Minimum(
+        out,
+        plan,
+        None,
+        f"not proved minimal: no counterexample with <= {covered} {_plural(covered, 'deviation')}; "
+        f"{covered + 1} not covered: {what} ({search.coverage()})",
+        shrunk_at=shrunk_at,
+    )
+
+
+def _runaway_words(out: RunOutcome) -> str:
+    """"livelock at t=1, ..." cut to its first clause: what a proof met, said beside the counterexample it keeps."""
+    v = out.violation
+    assert v is not None
+    return f"{VERDICTS[v.kind]} at step {v.step:,}, t={v.time:g}"
+
+
+def _proof_search(
+    runner: _Runner, budget: int, k: int, target: Violation | None, faults: int | None = None
+) -> tuple[_Runner, _PlanSearch]:
+    """The referee on a sub-runner of ``budget`` runs looking for ``target``; its runs count in ``runner``."""
+    sub = runner.sub(budget, phase="minimality proof")
+    # the minimality proof (no fault restriction) tries the last level's likely plans first: its first failing
+    # plan is a function of the model alone, and it is met without running the whole level
+    search = _PlanSearch(sub, k, target, phase="proof", faults=faults, likely_first=faults is None)
+    try:
+        search.run()
+    finally:
+        runner.absorb(sub)
+    return sub, search
+
+
+def _representative(runner: _Runner, out: RunOutcome, plan: tuple[Entry, ...], budget: int, shrunk_at: int) -> _Minimum:
+    """Proved minimal, but the budget cut the last level: which plan of that size stands for the bug.
+
+    The shrunk plan depends on the run the search happened to find (another
+    seed, another plan of the same size). The referee's order restricted to
+    plans of the same size and the same number of faults is short (a crash
+    and a stale LIST: the fault points of one run and of its children), so
+    its first failing plan is found within the proof's budget and is the
+    same whatever found the bug first. When that pass is cut too, the shrunk
+    plan stays, and the proof says so.
+    """
+    k, f = len(plan), sum(1 for e in plan if isinstance(e, Fault))
+    sub, search = _proof_search(runner, budget, k, out.violation, faults=f)
+    kinds = f"{k} {'entry' if k == 1 else 'entries'}, {f} {_plural(f, 'fault')}"
+    if search.found is not None and sub.runaway is None:
+        found_out, found_plan = search.found
+        return _Minimum(found_out, found_plan, True, f"proved minimal (the first failing plan of {kinds} in the "
+                        "referee's order)", shrunk_at=shrunk_at)
+    return _Minimum(out, plan, True, f"proved minimal (not the first of {kinds}: that search was cut)",
+                    shrunk_at=shrunk_at)
+
+
+def prove_found(
+    scenario: Scenario, cx: Counterexample, *, proof_budget: int = 5000, shard_runner: ShardRunner | None = None
+) -> tuple[Counterexample, int]:
+    """The minimality proof of a counterexample found and shrunk elsewhere, with its referee's shards on
+    ``shard_runner``; the proved counterexample and the runs the proof took.
+
+    ``hunt --cluster`` shrinks on the workers and proves here: a proof is
+    tens of thousands of runs in waves of shards, which one worker would run
+    alone, and shards that found the same bug would each prove it again. A
+    counterexample already judged (proved, cut, a runaway, a model error), or
+    one with no plan, is returned as it is; so is one whose plan no longer
+    fails the same way (it cannot be proved here).
+    """
+    if cx.plan is None or cx.proved_minimal is not None or cx.proof not in ("", UNCHECKED):
+        return cx, 0
+    runner = _Runner(scenario, dict(cx.params), cx.limits, Budget(runs=None), cx.faults)
+    runner.shard_runner = shard_runner
+    runner.runaway_in = "minimality proof"
+    out = runner.run(PlanChooser(cx.plan))
+    if not cx.violation.same_bug(out.violation):
+        return cx, runner.runs
+    best = minimize(runner, out, plan=cx.plan, proof_budget=proof_budget, shrink=False)
+    proved = Counterexample.from_outcome(cx.scenario, cx.params, best.out, strategy=cx.strategy, seed=cx.seed,
+                                         limits=cx.limits, plan=best.plan, faults=cx.faults)
+    proved.proved_minimal, proved.proof, proved.meta = best.proved, best.proof, dict(cx.meta)
+    return proved, runner.runs
+
+
+#: the proof's budget grows with the counterexample's entries up to this many: a plan the shrinker could not
+#: bring under it has levels no budget completes, and its proof would otherwise run for minutes
+PROOF_ENTRIES_CAP = 3
+
+
+def _proof_budget(base: int, k: int) -> int:
+    """More runs for a larger bound (each level multiplies the plans to cover), up to :data:`PROOF_ENTRIES_CAP`."""
+    return base * min(max(1, k), PROOF_ENTRIES_CAP)
