@@ -58,6 +58,8 @@ def waiting_at(task: tl.Task | None) -> str | None:
 
 
 class _Actor:
+    """One actor's entry in the table: its task, the action it registered, and where it stands in the canonical order."""
+
     __slots__ = (
         "abort_fn",
         "cancel_pending",
@@ -107,4 +109,5 @@ class _Actor:
 
 
 async def _call_with_params(scenario: Callable[..., Awaitable[object]], world: World) -> None:
+    """What the scenario's own actor (:data:`MAIN_ACTOR`) runs, under either clock: the scenario with the run's params."""
     await scenario(world, **world.params)
