@@ -9,6 +9,8 @@ from ._choosers import PCTChooser as PCTChooser
 from ._choosers import PlanChooser as PlanChooser
 from ._choosers import RandomChooser as RandomChooser
 from ._choosers import ReplayChooser as ReplayChooser
+from ._driver import run_batch as run_batch
+from ._driver import run_once as run_once
 from ._outcome import RUNAWAY_KINDS as RUNAWAY_KINDS
 from ._outcome import VERDICTS as VERDICTS
 from ._outcome import Limits as Limits
@@ -29,15 +31,13 @@ from ._realtime import LiveRepeat as LiveRepeat
 from ._realtime import RealClock as RealClock
 from ._realtime import repeat_live as repeat_live
 from ._realtime import run_live as run_live
+from ._time import TimerHandle as TimerHandle
 from ._trace import FORMAT_VERSION as FORMAT_VERSION
 from ._trace import Access as Access
 from ._trace import Note as Note
 from ._trace import Record as Record
 from ._trace import Trace as Trace
-from ._world import TimerHandle as TimerHandle
 from ._world import World as World
-from ._world import run_batch as run_batch
-from ._world import run_once as run_once
 
 __all__ = [
     "FORMAT_VERSION", "Access", "Note", "RUNAWAY_KINDS", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option",

@@ -51,10 +51,12 @@ import trio.lowlevel as tl
 import trio.testing
 
 from .._errors import NotInSimulation, UsageError
-from ._oracles import holds
+from ._actors import MAIN_ACTOR, _Actor, _call_with_params, waiting_at
+from ._driver import run_trio
+from ._oracles import _Eventually, holds
 from ._outcome import Limits, RunOutcome, Violation
-from ._time import TICKS_PER_SECOND, to_ns
-from ._world import MAIN_ACTOR, TimerHandle, World, _Actor, _call_with_params, _Eventually, run_trio, waiting_at
+from ._time import TICKS_PER_SECOND, TimerHandle, to_ns
+from ._world import World
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,113 @@
+"""The actor table: who the actors of a run are (:class:`_Actor`), the scenario's own, and where a waiting one waits.
+
+Every actor is a Trio task spawned by the harness; its table entry holds what
+the scheduler needs to decide whether it may run next (its registered action,
+guard, window and place in the canonical order) and how to resume it. Who
+runs next is decided from these entries by ``_dispatch``; this module is the
+data both clocks share (the real clock's driver keeps the same entries).
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sysconfig
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+import trio.lowlevel as tl
+
+from ._choice import Option
+
+if TYPE_CHECKING:
+    from ._world import World
+
+_CANCEL = object()  # resume value meaning "a cancel scope around this wait fired"
+#: the scenario's own actor: the test that builds the cluster and plays the user (no fault points)
+MAIN_ACTOR = "main"
+
+_NOT_THE_MODEL = tuple(
+    str(Path(p).resolve()) + os.sep
+    for p in (Path(__file__).parent.parent, Path(trio.__file__).parent, sysconfig.get_paths()["stdlib"])
+)
+
+
+def waiting_at(task: tl.Task | None) -> str | None:
+    """``model.py:88 in scenario (await done.wait(...))``: the innermost line of the model's own code a task awaits on.
+
+    Walks the task's chain of awaited coroutines (``cr_await``) and keeps the
+    last frame outside the harness, Trio and the standard library, so a wait
+    that never ends is named where its author wrote it, not in ``_primitives``.
+    """
+    if task is None:
+        return None
+    coro: Any = task.coro
+    found = None
+    for _ in range(200):  # a chain of awaits, never a cycle; bounded all the same
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is None:
+            break
+        path = frame.f_code.co_filename
+        if not str(Path(path).resolve()).startswith(_NOT_THE_MODEL):
+            line = linecache.getline(path, frame.f_lineno).strip()
+            found = f"{Path(path).name}:{frame.f_lineno} in {frame.f_code.co_name}" + (f" ({line[:80]})" if line else "")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return found
+
+
+class _Actor:
+    """One actor's entry in the table: its task, the action it registered, and where it stands in the canonical order."""
+
+    __slots__ = (
+        "abort_fn",
+        "cancel_pending",
+        "daemon",
+        "done",
+        "fresh",
+        "go",
+        "guard",
+        "idle",
+        "index",
+        "key",
+        "label",
+        "latest_ns",
+        "name",
+        "option",
+        "ready_ns",
+        "rv",
+        "seq",
+        "since_ns",
+        "task",
+        "task_parked",
+        "waiting",
+    )
+
+    def __init__(self, name: str, index: int, daemon: bool) -> None:
+        self.name = name
+        self.index = index
+        self.daemon = daemon
+        self.task: tl.Task | None = None
+        self.label = "start"
+        self.key: str | None = None
+        self.rv: int | None = None
+        self.guard: Callable[[], bool] | None = None
+        self.ready_ns = 0  # when its action becomes enabled (a sleep's end), in nanoseconds
+        self.since_ns = 0  # when it became enabled: its place in the canonical order
+        self.latest_ns = 0  # the end of its window: it may be postponed until then
+        self.seq = 0
+        self.waiting = False  # registered an action and waits to be chosen
+        self.task_parked = False  # physically inside wait_task_rescheduled
+        self.go = False  # chosen; continue at the next check
+        self.cancel_pending = False
+        self.done = False
+        self.idle = False  # a daemon's "waiting for work" wait (not a deadlock)
+        self.fresh = False  # it waits for work or for time: what it does next starts afresh (a story's program order)
+        self.option = Option(name, "start", None)
+        self.abort_fn: Callable[[Any], tl.Abort] = lambda _rc: tl.Abort.SUCCEEDED
+
+
+async def _call_with_params(scenario: Callable[..., Awaitable[object]], world: World) -> None:
+    """What the scenario's own actor (:data:`MAIN_ACTOR`) runs, under either clock: the scenario with the run's params."""
+    await scenario(world, **world.params)

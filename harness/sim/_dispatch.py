@@ -1,0 +1,515 @@
+"""Who runs next: spawning actors, their yield points and registration, the hand-off and the dispatch.
+
+An actor runs until it reaches a *yield point* (``world.step``, ``world.sleep``,
+a wait on a harness ``Event``, ``Queue`` or ``Lock``). There it registers the
+action it is about to take (:meth:`_Dispatch._register`) and hands off
+(:meth:`_Dispatch._handoff`): :meth:`_Dispatch._dispatch` checks the oracles,
+computes the enabled set, fires due timers, asks the chooser for an index into
+it and resumes the chosen actor directly. Data choices (``choose``) and fault
+points (``fault``) ask the same chooser. The actor table's entries are in
+``_actors``; what a step costs in time, in ``_time``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import outcome
+import trio
+import trio.lowlevel as tl
+
+from ._actors import _CANCEL, MAIN_ACTOR, _Actor
+from ._choice import Option
+from ._footprints import _harness_code
+from ._misuse import ending, misuse
+from ._oracles import where
+from ._plan import Ident, identity_label
+from ._state import _RunState
+from ._time import NEVER, TICKS_PER_SECOND, TimerHandle, ceil_ns, later
+from ._trace import Access, _record
+from ._watchdog import NoYield
+
+
+class _Dispatch(_RunState):
+    """The world's scheduler: actors, their yield points, and the choice of who runs next."""
+
+    # ---------------------------------------------------------------- actors
+    def spawn(self, name: str, fn: Callable[..., Awaitable[object]], *args: Any, daemon: bool = False) -> str:
+        """Start ``fn(*args)`` as an actor; its first step is itself a scheduled action.
+
+        ``daemon=True`` marks loops that may wait forever for work (informers,
+        workers); a run may end while they wait. Names must be unique.
+        """
+        if self._nursery is None:
+            raise RuntimeError("World.spawn() is only available while the world runs")
+        base, n = name, 1
+        while name in self._by_name:
+            n += 1
+            name = f"{base}#{n}"
+        actor = _Actor(name, len(self._actors), daemon)
+        self._actors.append(actor)
+        self._by_name[name] = actor
+        if self._real is None:
+            actor.abort_fn = lambda _rc: self._abort(actor)
+            self._register(actor, f"start {name}", None, None, None, self._now_ns)
+        self._nursery.start_soon(self._run_actor, actor, fn, args, name=name)
+        return name
+
+    async def _run_actor(self, actor: _Actor, fn: Callable[..., Awaitable[object]], args: tuple[Any, ...]) -> None:
+        actor.task = tl.current_task()
+        real = self._real
+        try:
+            if real is None:
+                await self._wait_turn(actor)
+            else:
+                real.started(actor)
+            await fn(*args)
+            if real is not None and not self._stopping:
+                self._check_oracles()  # what the actor did after its last yield point
+        except trio.Cancelled:
+            if not self._stopping:
+                msg = f"actor '{actor.name}' was cancelled outside any cancel scope it opened"
+                self._fail("actor-raised", actor.name, msg, actor)
+            raise
+        except AssertionError as exc:
+            at = where(exc)
+            msg = f"assertion failed in actor '{actor.name}' at {at}: {exc}"
+            self._fail("oracle", f"assertion in {actor.name}", msg, actor)
+        except Exception as raised:
+            err = ending(raised)  # a task group's exception group: the exception that ended it
+            words = misuse(err, actor.name)
+            if words is not None:  # the harness misused: the model's error at its line, never a finding
+                self._fail("misuse", f"misuse in {actor.name}", words, actor)
+            elif isinstance(err, AssertionError):
+                self._fail("oracle", f"assertion in {actor.name}",
+                           f"assertion failed in actor '{actor.name}' at {where(err)}: {err}", actor)
+            else:
+                self._fail(
+                    "actor-raised",
+                    f"{type(err).__name__} in {actor.name}",
+                    f"actor '{actor.name}' raised {type(err).__name__}: {err} (at {where(err)}). "
+                    "Fix the model, or catch the error where the upstream code does.",
+                    actor,
+                )
+        except NoYield as exc:  # the watchdog: this actor ran past its bound without a yield point
+            self._no_yield(actor.name, where(exc), actor)
+        except BaseException as exc:
+            if real is not None:
+                raise  # KeyboardInterrupt: the real-clock driver ends the run
+            # KeyboardInterrupt, SystemExit, or a control-flow exception of the
+            # code driving us (Hypothesis' StopTest): end the run cleanly, then
+            # re-raise it from run_once() outside Trio.
+            self._reraise = exc
+            self._interrupted = isinstance(exc, KeyboardInterrupt)
+            self._fail(
+                "interrupted",
+                type(exc).__name__,
+                f"{type(exc).__name__} inside actor '{actor.name}' at step {self._step}; the run stopped there. "
+                "Results found before it are kept; re-run with the same seed to continue.",
+                actor,
+            )
+        finally:
+            actor.done = True
+            actor.waiting = False
+            if real is not None:
+                real.ended(actor)
+        if not self._stopping and real is None:
+            try:
+                self._handoff(actor)
+            except BaseException as exc:  # the chooser's own control flow (e.g. StopTest)
+                self._reraise = exc
+                self._fail("interrupted", type(exc).__name__, f"{type(exc).__name__} while scheduling", actor)
+                self._wake_controller()
+
+    def _register(
+        self,
+        actor: _Actor,
+        label: str,
+        key: str | None,
+        rv: int | None,
+        guard: Callable[[], bool] | None,
+        ready_ns: int,
+        idle: bool = False,
+        window: float = 0.0,
+        keep_order: bool = False,
+        fresh: bool = False,
+    ) -> None:
+        if keep_order:
+            # The continuation of the action just taken (an API response): canonically it comes next,
+            # so it keeps the place in the canonical order of the action it continues.
+            self._register_keep(actor, label, key, rv, window)
+            return
+        self._seq += 1
+        actor.label = label
+        actor.key = key
+        actor.rv = rv
+        actor.guard = guard
+        actor.ready_ns = ready_ns
+        since = actor.since_ns = self._now_ns if ready_ns <= self._now_ns else ready_ns
+        latest = actor.latest_ns = later(since, window)
+        actor.seq = self._seq
+        actor.waiting = True
+        actor.idle = idle
+        actor.fresh = idle or fresh
+        opt = actor.option = Option(actor.name, label, key, since / TICKS_PER_SECOND,
+                                    latest / TICKS_PER_SECOND if latest < NEVER else math.inf)
+        if window > self.max_window:
+            self.max_window = window
+        if self._wants_idents:
+            opt.ident = self._ident(actor.name, label, key)
+
+    def _register_keep(self, actor: _Actor, label: str, key: str | None, rv: int | None, window: float) -> None:
+        actor.label = label
+        actor.key = key
+        actor.rv = rv
+        actor.guard = None
+        now = actor.ready_ns = self._now_ns
+        latest = actor.latest_ns = later(now, window)
+        actor.waiting = True
+        actor.idle = False
+        actor.fresh = False
+        opt = actor.option = Option(actor.name, label, key, now / TICKS_PER_SECOND,
+                                    latest / TICKS_PER_SECOND if latest < NEVER else math.inf)
+        if window > self.max_window:
+            self.max_window = window
+        if self._wants_idents:
+            opt.ident = self._ident(actor.name, label, key)
+
+    def _ident(self, actor: str, label: str, key: str | None) -> Ident:
+        triple = (actor, identity_label(label), key)
+        n = self._occurrences.get(triple, 0) + 1
+        self._occurrences[triple] = n
+        return Ident(triple[0], triple[1], key, n)
+
+    async def _yield(
+        self,
+        label: str,
+        key: str | None = None,
+        rv: int | None = None,
+        guard: Callable[[], bool] | None = None,
+        ready_ns: int | None = None,
+        idle: bool = False,
+        window: float = 0.0,
+        keep_order: bool = False,
+        fresh: bool = False,
+    ) -> None:
+        if self._real is not None:
+            await self._real.wait(label, key, rv, guard, ready_ns, idle)
+            return
+        actor = self._current
+        if actor is None or self._nursery is None or actor.task is not tl.current_task():
+            from .._errors import NotInSimulation
+
+            raise NotInSimulation(
+                f"'{label}' was awaited outside a harness actor. Await harness primitives only from "
+                "code spawned with world.spawn() or from the scenario function itself."
+            )
+        self._register(actor, label, key, rv, guard, self._now_ns if ready_ns is None else ready_ns, idle, window,
+                       keep_order, fresh)
+        self._handoff(actor)
+        if actor.go:  # chosen again at once: its turn, without a Trio switch
+            actor.go = False
+            return
+        await self._wait_turn(actor)
+
+    async def _wait_turn(self, actor: _Actor) -> None:
+        while True:
+            if not actor.go:
+                actor.task_parked = True
+                value = await tl.wait_task_rescheduled(actor.abort_fn)
+            else:
+                value = None
+            actor.go = False
+            if value is _CANCEL:
+                # A cancel scope around this wait fired: deliver it at a checkpoint.
+                await tl.checkpoint()
+                # Not cancelled after all (scope left); wait again for our turn.
+                self._register(actor, actor.label, actor.key, actor.rv, actor.guard, self._now_ns, actor.idle,
+                               fresh=actor.fresh)
+                self._handoff(actor)
+                continue
+            return
+
+    def _abort(self, actor: _Actor) -> tl.Abort:
+        if self._stopping or (self._nursery is not None and self._nursery.cancel_scope.cancel_called):
+            actor.task_parked = False
+            actor.waiting = False
+            return tl.Abort.SUCCEEDED
+        # Keep control: the cancellation becomes an enabled action of its own.
+        actor.cancel_pending = True
+        if self._advancing and self._advance_scope is not None:
+            self._advance_scope.cancel()
+        return tl.Abort.FAILED
+
+    # -------------------------------------------------------------- dispatch
+    def _handoff(self, current: _Actor | None) -> None:
+        """Pick the next action and resume it; called by the actor that yields."""
+        chosen = self._dispatch()
+        if chosen is None:
+            self._wake_controller()
+        else:
+            self._resume(chosen)
+
+    def _resume(self, actor: _Actor) -> None:
+        actor.waiting = False
+        self._current = actor
+        value: object = None
+        if actor.cancel_pending:
+            actor.cancel_pending = False
+            value = _CANCEL
+        if actor.task_parked:
+            actor.task_parked = False
+            assert actor.task is not None
+            tl.reschedule(actor.task, outcome.Value(value))
+        else:
+            actor.go = True
+
+    def _wake_controller(self) -> None:
+        if self._controller_parked and self._controller is not None:
+            self._controller_parked = False
+            tl.reschedule(self._controller)
+
+    def _enabled(self) -> list[tuple[int, int, object]]:
+        now = self._now_ns
+        out: list[tuple[int, int, object]] = []
+        for a in self._actors:
+            if not a.waiting:
+                continue
+            if a.cancel_pending or (a.ready_ns <= now and (a.guard is None or a.guard())):
+                out.append((a.since_ns, a.seq, a))
+        timers = self._timers
+        while timers and (timers[0].cancelled or timers[0].when_ns <= now):
+            t = heapq.heappop(timers)
+            if not t.cancelled:
+                self._due.append(t)
+        if self._due:
+            self._due = [t for t in self._due if not t.cancelled]
+            for t in self._due:
+                out.append((t.when_ns, t.seq, t))
+        if len(out) > 1:
+            out.sort()  # (since, seq) is unique: the target is never compared
+        return out
+
+    def _dispatch(self) -> _Actor | None:
+        """Run due timers and choose the next actor; None means 'controller, move time'."""
+        chooser = self._chooser
+        while True:
+            if self._fp:
+                self._flush_footprint()
+            if self._observer is not None:
+                # (self is the World: _Dispatch is one of its concerns)
+                self._observer(self, _record(self._records[-1]) if self._records else None)  # type: ignore[arg-type]
+            if self._violation is not None or self._ended:
+                return None
+            if self._invariants or self._eventually or self._bounds:
+                self._check_oracles()
+                if self._violation is not None:
+                    return None
+            enabled = self._enabled()
+            if not enabled:
+                return None
+            n = len(enabled)
+            now_ns = self._now_ns
+            now = now_ns / TICKS_PER_SECOND
+            can_wait = True
+            for e in enabled:
+                if e[2].latest_ns <= now_ns:  # type: ignore[attr-defined]
+                    can_wait = False
+                    break
+            if n == 1 and not can_wait and not self._wants_idents:
+                idx = 0
+            else:
+                options = [e[2].option for e in enabled]  # type: ignore[attr-defined]
+                idx = chooser.schedule(options, now, can_wait)
+                if n > 1 or can_wait:
+                    self._choices.append(idx)
+                if idx == n and can_wait:
+                    self._step += 1
+                    self._wait_target = ceil_ns(getattr(chooser, "wait_until", math.inf))
+                    held = tuple(e[2].option for e in enabled[:3])  # type: ignore[attr-defined]
+                    self._records.append(
+                        (self._step, now, "scheduler", (held, n > 3), None, None, idx, n + 1, "wait", held[0])
+                    )
+                    return None
+                if not 0 <= idx < n:
+                    idx %= n
+            target = enabled[idx][2]
+            self._step += 1
+            if now_ns != self._instant[0]:
+                self._instant = (now_ns, self._step)
+            elif self._step - self._instant[1] >= self.limits.max_steps_per_instant:
+                self._fail(
+                    "livelock",
+                    "livelock",
+                    f"at t={now:.9g}, {self._step - self._instant[1]:,} steps without virtual time passing; "
+                    f"looping: {self._looping()}. Something re-triggers itself at once (a requeue after "
+                    "a duration that rounds to nothing, two writers undoing each other): fix the loop, or raise "
+                    "Limits(max_steps_per_instant=...) if it is meant to settle.",
+                    None,
+                )
+                return None
+            if self._step > self.limits.max_steps:
+                self._fail(
+                    "runaway",
+                    "step limit",
+                    f"the run took more than {self.limits.max_steps:,} steps without settling (t={now:.3f}); "
+                    f"looping: {self._looping()}. If the scenario is periodic, set world.horizon (the virtual time "
+                    "at which a run ends and its at_end checks run); otherwise fix the loop, or raise "
+                    "Limits(max_steps=...).",
+                    None,
+                )
+                return None
+            instead = enabled[0][2].option if idx else None  # type: ignore[attr-defined]
+            size = n + 1 if can_wait else n
+            self._fp_step = self._step
+            if isinstance(target, TimerHandle):
+                self._records.append(
+                    (self._step, now, target.actor, target.label, target.key, target.rv, idx, size, "timer", instead)
+                )
+                if self._continues is not None and not _harness_code(target.fn):
+                    mem = self.memory_of(target.actor)  # a model's callback: it reads and writes its memory
+                    if mem is not None and self._fp is not None:
+                        self._fp.append(Access(mem))
+                        self._fp.append(Access(mem, True, f"{target.actor}: {target.label}"))
+                self._fire(target)
+                continue
+            actor: _Actor = target  # type: ignore[assignment]
+            label = f"deadline expired during '{actor.label}'" if actor.cancel_pending else actor.label
+            self._records.append((self._step, now, actor.name, label, actor.key, actor.rv, idx, size, "run", instead))
+            if self._continues is not None:  # program order, for a story: a step continues what its actor did
+                prev = self._last_step_of.get(actor.name)
+                if prev is not None and not actor.fresh:
+                    self._continues[self._step] = prev
+                self._last_step_of[actor.name] = self._step
+                mem = self.memory_of(actor.name)
+                if mem is not None and self._fp is not None:
+                    self._fp.append(Access(mem))  # what it does may come from what its process remembers
+            return actor
+
+    def _looping(self) -> str:
+        """The actors of the last 200 steps, busiest first, with their most frequent action: what loops."""
+        counts: dict[str, dict[str, int]] = {}
+        for rec in self._records[-200:]:
+            actor, label = rec[2], rec[3]
+            if isinstance(label, str):
+                per = counts.setdefault(actor, {})
+                per[label] = per.get(label, 0) + 1
+        ranked = sorted(counts.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))[:3]
+        return "; ".join(f"{actor} ({max(per.items(), key=lambda kv: (kv[1], kv[0]))[0]!r}, "
+                         f"{sum(per.values())} of the last 200 steps)" for actor, per in ranked) or "nothing"
+
+    def _fire(self, timer: TimerHandle) -> None:
+        """Run a due timer's callback (synchronously, as no actor: ``_who()`` is the timer's actor)."""
+        timer.fired = True
+        timer.cancelled = True
+        previous, self._current = self._current, None
+        self._current_timer = timer
+        try:
+            self._run_callback(timer)
+        finally:
+            self._current = previous
+            self._current_timer = None
+
+    def _run_callback(self, timer: TimerHandle) -> None:
+        try:
+            timer.fn()
+        except AssertionError as exc:
+            self._fail("oracle", f"assertion in {timer.actor}", f"assertion failed in timer '{timer.label}': {exc}", None)
+        except Exception as exc:
+            self._fail(
+                "actor-raised",
+                f"{type(exc).__name__} in {timer.actor}",
+                f"timer '{timer.label}' raised {type(exc).__name__}: {exc} (at {where(exc)})",
+                None,
+            )
+    def step(
+        self, label: str, *, key: str | None = None, rv: int | None = None, window: float = 0.0, follows: bool = False,
+        delay: float = 0.0,
+    ) -> Awaitable[None]:
+        """A yield point (``await world.step(...)``): the harness may run any other enabled action before this one.
+
+        ``window`` > 0 lets a strategy postpone this step in virtual time by up to
+        ``window`` seconds (an API response that comes late, for instance).
+        ``follows=True`` marks the continuation of the step just taken (the
+        response to a request): it keeps that step's place in the canonical
+        order, so the canonical run continues at once, and any other order is
+        a deviation. ``delay`` > 0: the step takes that long (it is enabled
+        ``delay`` seconds from now; work that takes time, such as a request in a
+        loop, see :attr:`steps_at_instant`). (A plain function returning the
+        yield itself: one coroutine fewer per step on the hottest path.)
+        """
+        if delay > 0:
+            return self._yield(label, key, rv, ready_ns=later(self._clock_ns(), delay), window=window,
+                               keep_order=follows)
+        return self._yield(label, key, rv, window=window, keep_order=follows)
+
+    def _me(self) -> _Actor | None:
+        """The actor whose code runs now (None in a timer's callback)."""
+        return self._current if self._real is None else self._real.me()
+
+    def _who(self) -> str:
+        me = self._me()
+        if me is not None:
+            return me.name
+        return self._current_timer.actor if self._current_timer is not None else "timer"
+
+    def _point(self, label: str, key: str | None) -> Option:
+        who = self._who()
+        now = self._now_ns / TICKS_PER_SECOND
+        opt = Option(who, label, key, now, now)
+        if self._wants_idents:
+            opt.ident = self._ident(who, label, key)
+        return opt
+
+    def choose(self, label: str, n: int) -> int:
+        """A data choice in ``range(n)`` (a user operation, a rule); 0 is the default."""
+        if n <= 1:
+            return 0
+        point = self._point(label, None)
+        point.kind = "data"
+        idx = self._chooser.choose(n, point)
+        if not 0 <= idx < n:
+            idx %= n
+        self._choices.append(idx)
+        self._step += 1
+        self._records.append((self._step, self.now, self._who(), label, None, None, idx, n, "choose", None))
+        return idx
+
+    def fault_enabled(self, kind: str, default: bool = False) -> bool:
+        """Whether faults of ``kind`` may be injected in this run (``default``: the component's own flag)."""
+        kinds = self.fault_kinds
+        return default if kinds is None else (kind in kinds or "*" in kinds)
+
+    def fault(self, kind: str, label: str, *, key: str | None = None, default: bool = False) -> bool:
+        """A fault point: True when the strategy injects the fault here.
+
+        ``kind`` names the fault (``crash``, ``watch_drop``, ``ambiguous_write``,
+        ...); the run's :attr:`fault_kinds` (or, when that is None, ``default``,
+        the component's own flag) decides whether this point exists at all.
+        ``label`` says in words what happens ("controller crashes before delete
+        StatefulSet ns/x"); it names the fault in plans and reports. Strategies
+        place faults under a budget, so a late fault point is as likely as an
+        early one.
+
+        The scenario's own actor (``main``: the test that builds the cluster and
+        plays the user) gets no fault points: a fault in the test's setup is a
+        broken test, not a controller bug. A model that wants the user's
+        requests to fail spawns the user as an actor of its own.
+        """
+        kinds = self.fault_kinds
+        if not (default if kinds is None else (kind in kinds or "*" in kinds)):
+            return False
+        if self._who() == MAIN_ACTOR:
+            return False
+        self._fault_points[kind] = self._fault_points.get(kind, 0) + 1
+        point = self._point(label, key)
+        point.kind = kind
+        fired = bool(self._chooser.fault(point))
+        self._choices.append(1 if fired else 0)
+        if fired:
+            self._step += 1
+            self._records.append((self._step, self.now, point.actor, label, key, None, 1, 2, "fault", None))
+        return fired
