@@ -96,7 +96,7 @@ class Result:
         bound = f"; PCT bound per run >= {self.pct_bound:.2e}" if self.pct_bound else ""
         early = f"; {self.notes[0]}" if self.notes and "exhaustive search stopped" in self.notes[0] else ""
         space = f" ({self.space})" if self.space else ""
-        return f"{where}{space}: no violation (not a proof){bound}{early}"
+        return f"{where}{space}: clean (not a proof){bound}{early}"
 
     def __str__(self) -> str:
         return self.outcome

@@ -219,14 +219,16 @@ def test_syntax_error_is_named(models: Path) -> None:
     assert "syntax error: broken.py, line 6" in proc.stderr and "not marked" not in proc.stderr
 
 
-def test_closed_pipe_ends_quietly_with_the_commands_own_code(models: Path) -> None:
+def test_closed_pipe_ends_quietly_and_stops(models: Path) -> None:
+    """A closed pipe is no traceback; it stops the hunt as Ctrl-C does, with a closed pipe's status (issue 52)."""
     import subprocess
     import sys
 
     cmd = (f"{sys.executable} -m harness hunt models.py:residual --variant both --report-dir out | head -c 1; "
            "echo \" rc=${PIPESTATUS[0]}\"")
     done = subprocess.run(["bash", "-c", cmd], cwd=models, capture_output=True, text=True, timeout=300)
-    assert done.stdout.endswith(" rc=0\n"), done.stdout + done.stderr
+    assert done.stdout.endswith(" rc=141\n"), done.stdout + done.stderr
+    assert "interrupted by a closed pipe: kept" in done.stderr
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
 
 

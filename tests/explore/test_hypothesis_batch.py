@@ -211,9 +211,10 @@ def test_hunt_interrupted_during_a_hypothesis_search_exits_130(tmp_path: Path) -
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 130, proc.stderr
-    [line] = proc.stdout.splitlines()
+    line, session = proc.stdout.splitlines()  # the search's row, then the cut session's own line
     rec = json.loads(line)
     assert rec["verdict"] == "interrupted" and rec["runs"] == 30
+    assert json.loads(session)["session"] == "interrupted"
     assert "Traceback" not in proc.stderr
 
 

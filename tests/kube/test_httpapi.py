@@ -1,4 +1,4 @@
-"""The Kubernetes HTTP API over the simulated apiserver (``harness/kube/_httpapi.py``), through real clients."""
+"""The Kubernetes HTTP API over the simulated apiserver (``harness/kube/_http/``), through real clients."""
 
 from __future__ import annotations
 

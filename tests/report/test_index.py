@@ -18,7 +18,7 @@ def _entries(tmp_path: Path) -> list[ReportEntry]:
                     json_path=str(tmp_path / "a.json"), html_path=str(tmp_path / "a.html"), seed=7),
         ReportEntry("kueue-second-pass", "fixed", "found", "found <it>", True, 40, 1.5, 2, 50, known_open=True),
         ReportEntry("volcano-gang", "fixed", "proved-clean", "proved clean up to 2", False, 90, 2.0, None, None),
-        ReportEntry("volcano-gang", "buggy", "none-found", "no violation (not a proof)", False, 500, 3.25, None, None),
+        ReportEntry("volcano-gang", "buggy", "none-found", "clean (not a proof)", False, 500, 3.25, None, None),
     ]
 
 
