@@ -52,6 +52,7 @@ from ._session import pytest_runtest_makereport as pytest_runtest_makereport
 from ._session import pytest_sessionfinish as pytest_sessionfinish
 from ._session import pytest_sessionstart as pytest_sessionstart
 from ._session import pytest_terminal_summary as pytest_terminal_summary
+from ._session import pytest_unconfigure as pytest_unconfigure
 from ._settings import _SETTINGS as _SETTINGS
 from ._settings import CACHE_KEY as CACHE_KEY
 from ._settings import DEFAULT_BUDGET as DEFAULT_BUDGET
@@ -68,6 +69,7 @@ from ._settings import OPT_REPLAY as OPT_REPLAY
 from ._settings import OPT_REPORT as OPT_REPORT
 from ._settings import OPT_SEED as OPT_SEED
 from ._settings import OPT_STRATEGY as OPT_STRATEGY
+from ._settings import OPT_YIELD_TIMEOUT as OPT_YIELD_TIMEOUT
 from ._settings import RaceSettings as RaceSettings
 from ._settings import derive_seed as derive_seed
 from ._settings import pytest_addoption as pytest_addoption

@@ -62,6 +62,17 @@ class _SessionState:
     progress: _Progress | None = None
 
 
+#: the watchdog bounds in force before each --race-yield-timeout session (restored when it ends)
+_WATCHDOG_BOUNDS: list[float] = []
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _SETTINGS in config.stash and settings_of(config).yield_timeout is not None and _WATCHDOG_BOUNDS:
+        from ..sim._watchdog import configure
+
+        configure(bound=_WATCHDOG_BOUNDS.pop())
+
+
 @pytest.hookimpl(trylast=True)  # after the cache provider has set config.cache
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
@@ -73,6 +84,11 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     settings = _parse_settings(config)
     config.stash[_SETTINGS] = settings
+    if settings.yield_timeout is not None:  # imported only when asked: the plugin's import stays cheap
+        from ..sim._watchdog import SETTINGS, configure
+
+        _WATCHDOG_BOUNDS.append(SETTINGS.bound)  # put back at unconfigure (pytester runs sessions in process)
+        configure(bound=settings.yield_timeout)
     config.stash[_STATE] = _SessionState()
     cache = getattr(config, "cache", None)  # None under -p no:cacheprovider
     if not _is_worker(config) and cache is not None:

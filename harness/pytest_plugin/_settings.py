@@ -25,6 +25,7 @@ OPT_FAULTS = "--race-faults"
 OPT_HUNT = "--race-hunt"
 OPT_REPORT = "--race-report"
 OPT_REPLAY = "--race-replay"
+OPT_YIELD_TIMEOUT = "--race-yield-timeout"
 
 MARKER = "race"
 FIXTURE = "race"
@@ -95,6 +96,13 @@ _OPTIONS: dict[str, tuple[str, str, str, str]] = {
         "replay the counterexample in FILE (a JSON trace) in the race tests that explore its scenario; "
         "the other race tests are skipped.",
     ),
+    OPT_YIELD_TIMEOUT: (
+        "race_yield_timeout",
+        "race_yield_timeout",
+        "SECONDS",
+        "wall seconds an actor may run without reaching a yield point before its run is stopped as a model error "
+        "naming its line (a CPU loop never yields). Default: 10; 0 turns the watchdog off.",
+    ),
 }
 
 
@@ -122,6 +130,8 @@ class RaceSettings:
     faults: str | None = None  # --race-faults, checked; None: each test's own
     #: whether --race-report (or its ini twin) was given: a replay writes files only then
     report_given: bool = False
+    #: --race-yield-timeout: the watchdog's bound in wall seconds (None: the default, 10)
+    yield_timeout: float | None = None
 
     @property
     def writes_reports(self) -> bool:
@@ -198,6 +208,15 @@ def _parse_settings(config: pytest.Config) -> RaceSettings:
             Counterexample.load(replay)  # untrusted input: a bad file is a usage error, not N test errors
         except HarnessError as exc:
             raise pytest.UsageError(f"{OPT_REPLAY}={replay_text!r}: {exc}") from None
+    yield_text = _raw(config, OPT_YIELD_TIMEOUT)
+    yield_timeout: float | None = None
+    if yield_text is not None:
+        try:
+            yield_timeout = float(yield_text)
+        except ValueError:
+            yield_timeout = -1.0
+        if not 0 <= yield_timeout < float("inf"):
+            raise _usage(OPT_YIELD_TIMEOUT, yield_text, "SECONDS (a number >= 0, e.g. 30; 0 turns it off)")
     shards_text = config.getini(INI_SHARDS) or str(DEFAULT_SHARDS)
     if not re.fullmatch(r"[1-9]\d*", str(shards_text)):
         raise pytest.UsageError(f"ini option {INI_SHARDS}={shards_text!r} is not valid: use a positive integer")
@@ -211,7 +230,8 @@ def _parse_settings(config: pytest.Config) -> RaceSettings:
     if not report.is_absolute():
         report = Path(str(config.rootpath)) / report
     return RaceSettings(
-        seed, source, budget, strategy, hunt, report, replay, int(shards_text), faults, report_text is not None
+        seed, source, budget, strategy, hunt, report, replay, int(shards_text), faults, report_text is not None,
+        yield_timeout,
     )
 
 

@@ -58,7 +58,7 @@ def test_help_lists_one_group_of_options(pytester: pytest.Pytester) -> None:
     text = result.stdout.str()
     assert "race-harness: deterministic race exploration" in text
     for opt in ("--race-seed=N|random|last", "--race-budget=RUNS|SECONDSs", "--race-strategy=NAME",
-                "--race-hunt=MINUTES", "--race-report=DIR", "--race-replay=FILE"):
+                "--race-hunt=MINUTES", "--race-report=DIR", "--race-replay=FILE", "--race-yield-timeout=SECONDS"):
         assert opt in text, opt
     assert "race_seed" in text  # ini twin
 
@@ -79,6 +79,8 @@ def test_help_lists_one_group_of_options(pytester: pytest.Pytester) -> None:
         (["--race-faults=crashes"], "--race-faults='crashes' is not valid: use"),
         (["--race-replay=nope.json"], "--race-replay=FILE"),
         (["--race-replay=test_races.py"], "is not valid JSON"),
+        (["--race-yield-timeout=soon"], "--race-yield-timeout=SECONDS (a number >= 0"),
+        (["--race-yield-timeout=-1"], "--race-yield-timeout=SECONDS (a number >= 0"),
         (["-p", "no:cacheprovider", "--race-seed=last"], "no previous seed"),
     ],
 )
@@ -362,6 +364,27 @@ def test_buggy(race):
     result = ptr.runpytest("-p", "no:randomly", "--race-report=out")
     result.assert_outcomes(failed=1)
     assert "model error: the scenario raised TypeError at" in result.stdout.str()
+
+
+def test_a_cpu_loop_fails_as_a_model_error_under_the_yield_timeout(ptr: pytest.Pytester) -> None:
+    """Issue 52 item 1 in the plugin: --race-yield-timeout bounds a step's wall time; a loop that never yields is
+    a model error naming its line, not a hung session (it can only trip late on a slow machine, never early)."""
+    ptr.makepyfile(test_races="""
+import harness as h
+
+@h.scenario
+async def busy(world, *, fixed: bool = False):
+    await world.step("setup")
+    while True:
+        pass
+
+def test_buggy(race):
+    race.explore(busy, expect="violation", budget=5, fixed=False)
+""")
+    result = ptr.runpytest("-p", "no:randomly", "--race-report=out", "--race-yield-timeout=0.5")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "s without a yield point at " in out and "test_races.py:" in out, out
 
 
 def test_known_open_scenario_is_an_expected_failure_in_pytest(ptr: pytest.Pytester) -> None:
