@@ -5,11 +5,15 @@ is kept only when someone asks: a chooser that reduces (the exhaustive
 referee tells dependent actions from independent ones by it) or a run that
 tells its story (notes, each step's footprint and program order). Memory
 sharing (:meth:`_Footprints.share_memory`) declares which actors may share
-memory and which processes record theirs key by key.
+memory and which processes record theirs key by key. A real operator's own
+log lines (Python's ``logging``) become notes of the step that logged them
+(:meth:`_Footprints.capture_logging`).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -143,6 +147,68 @@ class _Footprints(_RunState):
         refs = tuple(keys) if key is None else (key, *keys)
         notes.append(Note(self._step, self.now, self._who(), kind, text, refs, tuple(fields.items())))
 
+    def capture_logging(self, *loggers: str, level: int = logging.INFO) -> None:
+        """For the rest of the run, what these loggers emit from inside a step is a note of that step, not output.
+
+        A real operator logs with Python's ``logging``
+        (``logging.getLogger("app-operator").info("App %s has %d of %d secrets", ...)``),
+        and the line it logs before its decisive read is the one a maintainer
+        looks for: ``world.capture_logging("app-operator")`` turns every record
+        of that logger (and of its children) at ``level`` or above into a note
+        (``kind="log"``, the text ``"app-operator: INFO: App db has 0 of 1
+        secrets"``, ``key``/``keys`` from the record's ``extra`` ``k8s_key`` /
+        ``k8s_keys``), which the story and the report show. No names: the root
+        logger, and so every logger that propagates to it.
+
+        The records are consumed, never printed: a search runs the operator
+        thousands of times, and its warnings would flood the terminal. For the
+        run's duration the named loggers have the harness's handler alone,
+        ``propagate=False`` and ``level``; the run puts their handlers,
+        propagation and level back as it found them when it ends, however it
+        ends. The level is the same whether the run is told or not (an operator
+        that asks ``isEnabledFor`` takes the same path either way); a search's
+        run formats nothing and notes nothing. Records logged outside a step
+        (another thread, after the run) are swallowed without a note: a note
+        belongs to a step, and the text holds no time, thread or process id,
+        so a told run says the same every time.
+        """
+        self._log_thread = threading.get_ident()
+        handler = self._log_handler
+        if handler is None:
+            handler = self._log_handler = _NoteHandler(self)
+        for name in loggers or ("",):
+            logger = logging.getLogger(name or None)
+            if not any(logger is saved[0] for saved in self._log_saved):
+                self._log_saved.append((logger, logger.handlers, logger.propagate, logger.level))
+                logger.handlers = [handler]
+                logger.propagate = False
+            logger.setLevel(level)
+
+    def _release_logging(self) -> None:
+        """Give every captured logger back its handlers, propagation and level (the run ends, however it ends)."""
+        while self._log_saved:
+            logger, handlers, propagate, level = self._log_saved.pop()
+            logger.handlers = handlers
+            logger.propagate = propagate
+            logger.setLevel(level)
+
+    def _log_note(self, record: logging.LogRecord) -> None:
+        """A captured record logged inside a step, in a told run: the step's note (see :meth:`capture_logging`)."""
+        if threading.get_ident() != self._log_thread:
+            return
+        if self._me() is None and self._current_timer is None:
+            return  # between steps: the controller's own code, not an actor's
+        text = f"{record.name}: {record.levelname}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            text += f" ({type(exc).__name__}: {exc})"
+        extra = record.__dict__
+        key = extra.get("k8s_key")
+        keys = extra.get("k8s_keys") or ()
+        self.note(text, kind="log", key=key if isinstance(key, str) else None,
+                  keys=(keys,) if isinstance(keys, str) else tuple(str(k) for k in keys),
+                  logger=record.name, level=record.levelname)
+
     def observed(self, *refs: str, write: bool = False) -> None:
         """The older name of :meth:`touch` for objects ("Kind ns/name"): the same record."""
         self.touch(*refs, write=write)
@@ -168,6 +234,26 @@ class _Footprints(_RunState):
         self._continues = {}
         if self._fp is None:
             self._fp = []
+
+
+class _NoteHandler(logging.Handler):
+    """The handler :meth:`_Footprints.capture_logging` puts on the loggers it captures: each record a note, or nothing.
+
+    ``handle`` is overridden whole: a search's run (no notes) returns at the
+    first test, with no filter, no lock and no formatting.
+    """
+
+    def __init__(self, world: _Footprints) -> None:
+        super().__init__()
+        self._world = world
+
+    def handle(self, record: logging.LogRecord) -> bool:
+        if self._world._notes is not None:
+            self._world._log_note(record)
+        return True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.handle(record)
 
 
 def _harness_code(fn: Callable[..., object]) -> bool:

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import logging
+
     import trio
     import trio.lowlevel as tl
 
@@ -91,6 +93,9 @@ class _RunState:
     _oracle_reads: list[Access] | None
     _last_oracle_reads: tuple[Access, ...]
     _eventually_reads: dict[str, tuple[Access, ...]]
+    _log_handler: logging.Handler | None
+    _log_saved: list[tuple[logging.Logger, list[logging.Handler], bool, int]]
+    _log_thread: int
     _real: RealTime | None
     _wake: Callable[[], None] | None
 

@@ -56,7 +56,9 @@ enabled action draws nothing.
 
 from __future__ import annotations
 
+import logging
 import math
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -187,6 +189,11 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
         self._oracle_reads: list[Access] | None = None
         self._last_oracle_reads: tuple[Access, ...] = ()
         self._eventually_reads: dict[str, tuple[Access, ...]] = {}
+        # loggers whose records are this run's notes (capture_logging): each with the handlers, propagation and
+        # level it had before, put back when the run ends; the thread whose records may be notes
+        self._log_handler: logging.Handler | None = None
+        self._log_saved: list[tuple[logging.Logger, list[logging.Handler], bool, int]] = []
+        self._log_thread = threading.get_ident()
         #: the real clock's driver, or None: the deterministic scheduler with virtual time drives the run
         self._real: RealTime | None = None
         #: called when a primitive's state changes (an Event set, a Queue put, a Lock released): the real
@@ -233,7 +240,10 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
     # ---------------------------------------------------------------- driver
     async def _main(self, scenario: Callable[..., Awaitable[object]]) -> None:
         if self._real is not None:
-            await self._real.main(scenario)
+            try:
+                await self._real.main(scenario)
+            finally:
+                self._release_logging()
             return
         self._controller = tl.current_task()
         self._watch = arm(self._progress, self._running)
@@ -256,6 +266,7 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
             self._no_yield(self._running(), "an oracle or timer callback", None)
         finally:
             disarm(self._watch)
+            self._release_logging()  # the loggers it captured, as it found them, however the run ended
 
     def _progress(self) -> int:
         """The watchdog's measure of progress: the step counter."""

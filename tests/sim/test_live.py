@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 
 import pytest
 
@@ -279,6 +280,9 @@ async def _use_every_public_name(world: World) -> None:
     got["memory_of"] = world.memory_of("helper/x")
     world.touch("Pod default/p", write=True)
     world.note("a note", key="Pod default/p", n=1)
+    world.capture_logging("live-operator")
+    logging.getLogger("live-operator").info("a log line, a note of this step")
+    got["capture_logging"] = logging.getLogger("live-operator").propagate
     got["noting"] = isinstance(world.noting, bool)
     got["footprinting"] = isinstance(world.footprinting, bool)
     world.observed("Pod default/p")
