@@ -17,6 +17,7 @@ from .._apiserver import APIServer
 from .._errors import ApiError, Invalid, NotFound
 from .._objects import KubeObject
 from ._codec import (
+    JSON,
     JSON_PATCH,
     MERGE_PATCH,
     STRATEGIC_MERGE_PATCH,
@@ -121,8 +122,10 @@ class APIHandler:
         if p.subresource and not (p.subresource == "status" and res.status):
             raise NotFound("the server could not find the requested resource")
         q = p.query
+        if method in ("POST", "PUT", "DELETE") and body.strip():
+            _require_json(headers)
         if not p.name:
-            if method == "GET" and q.get("watch") in ("1", "true"):
+            if method == "GET" and _query_bool(q, "watch"):
                 return await self._watch(res, p, client, options)
             if method == "GET":
                 return await self._list(res, p)
@@ -307,10 +310,35 @@ class APIHandler:
         timeout = q.get("timeoutSeconds", "")
         namespace = p.namespace if res.namespaced and p.namespace else None
         stream = _Watch(self, res, client, options, namespace, labels, fields,
-                        bookmarks=q.get("allowWatchBookmarks") in ("1", "true"),
+                        bookmarks=_query_bool(q, "allowWatchBookmarks"),
                         timeout=float(timeout) if timeout.isdigit() else None)
         await stream.open(rv)
         return Reply(200, watch=stream)
+
+def _query_bool(query: dict[str, str], key: str) -> bool:
+    """A boolean query parameter as ``runtime.Convert_Slice_string_To_bool`` reads it (not ``strconv.ParseBool``).
+
+    Only an absent parameter, ``0`` and ``false`` (any case) are false; any
+    other value, the empty one and ``f`` included, is true, so ``?watch=yes``
+    starts a watch on kube-apiserver too and no value is a 400.
+    """
+    if key not in query:
+        return False
+    value = query[key]
+    return not (value == "0" or value.lower() == "false")
+
+
+def _require_json(headers: dict[str, str]) -> None:
+    """A body in a media type other than JSON is 415 (``negotiation.NewUnsupportedMediaTypeError``), not a 400.
+
+    kubectl and client-go send protobuf for built-in kinds when configured to,
+    and fall back to JSON only on a 415; a body without a Content-Type is read
+    as JSON (what clients that set none send).
+    """
+    ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype and ctype != JSON:
+        raise UnsupportedMediaType.of([JSON])
+
 
 def _handler_of(api: APIServer) -> APIHandler:
     """One handler per apiserver (the transports of several clients share it)."""
