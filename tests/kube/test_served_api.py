@@ -3,6 +3,8 @@ status lines, the self-subject reviews (``harness/kube/_http/``), and ``serve``'
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 
 import harness as h
@@ -75,3 +77,66 @@ def test_protobuf_body_is_415() -> None:
             "Status", "Failure", "UnsupportedMediaType", 415), (what, body)
         assert "application/json" in body["message"]
     assert got["json"].status_code == 201
+
+
+def test_dry_run_never_writes() -> None:
+    """``dryRun=All`` runs the write through ``DryRunnableStorage``
+    (staging/src/k8s.io/apiserver/pkg/registry/generic/registry/dryrun.go): every check, the same status code and
+    the object as it would be, nothing stored (no revision, no watch event); an unknown value fails
+    ``ValidateDryRun`` (staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/validation/validation.go) as a 422
+    ``Invalid`` of the verb's options (``handlers/create.go``, ``update.go``, ``patch.go``, ``delete.go``)."""
+    got: dict[str, httpx.Response] = {}
+    events: list[Any] = []
+    before: dict[str, Any] = {}
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        await api.create(KubeObject("ConfigMap", NS, "x", labels={"a": "1"}))
+        await api.create(KubeObject("ConfigMap", NS, "held", finalizers=["example.com/hold"]))
+        before["rv"], before["x"] = api.resource_version, api.peek("ConfigMap", NS, "x")
+        before["held"] = api.peek("ConfigMap", NS, "held")
+        api.watch("ConfigMap", events.append)
+        async with raw(api) as c:
+            cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "y"}, "data": {"k": "v"}}
+            got["create"] = await c.post(f"{CMS}?dryRun=All", json=cm)
+            got["generate"] = await c.post(f"{CMS}?dryRun=All", json={**cm, "metadata": {"generateName": "g-"}})
+            got["exists"] = await c.post(f"{CMS}?dryRun=All", json={**cm, "metadata": {"name": "x"}})
+            got["update"] = await c.put(f"{CMS}/x?dryRun=All", json={**cm, "metadata": {"name": "x"}})
+            got["stale"] = await c.put(f"{CMS}/x?dryRun=All",
+                                       json={**cm, "metadata": {"name": "x", "resourceVersion": "1000"}})
+            for ctype, body in (("application/merge-patch+json", b'{"data":{"m":"1"}}'),
+                                ("application/json-patch+json", b'[{"op":"add","path":"/data","value":{"j":"1"}}]'),
+                                ("application/strategic-merge-patch+json", b'{"data":{"s":"1"}}')):
+                got[ctype] = await c.patch(f"{CMS}/x?dryRun=All", content=body, headers={"Content-Type": ctype})
+            got["delete"] = await c.request("DELETE", f"{CMS}/x?dryRun=All")
+            got["delete_body"] = await c.request("DELETE", f"{CMS}/x", json={"dryRun": ["All"]})
+            got["delete_held"] = await c.request("DELETE", f"{CMS}/held?dryRun=All")
+            got["missing"] = await c.request("DELETE", f"{CMS}/nope?dryRun=All")
+            got["unknown"] = await c.post(f"{CMS}?dryRun=Some", json=cm)
+            got["unknown_delete"] = await c.request("DELETE", f"{CMS}/x", json={"dryRun": ["Some"]})
+        assert api.resource_version == before["rv"]
+        assert api.peek("ConfigMap", NS, "x") == before["x"] and api.peek("ConfigMap", NS, "held") == before["held"]
+        assert api.peek("ConfigMap", NS, "y") is None and len(api.peek_all("ConfigMap")) == 2
+
+    clean(run(scenario))
+    assert events == []
+    created = got["create"].json()
+    assert got["create"].status_code == 201 and created["data"] == {"k": "v"} and created["metadata"]["uid"]
+    assert "resourceVersion" not in created["metadata"] and created["metadata"]["name"] == "y"
+    assert got["generate"].status_code == 201 and got["generate"].json()["metadata"]["name"].startswith("g-")
+    assert (got["exists"].status_code, got["exists"].json()["reason"]) == (409, "AlreadyExists")
+    assert got["update"].status_code == 200 and got["update"].json()["data"] == {"k": "v"}
+    assert got["update"].json()["metadata"]["resourceVersion"] == str(before["x"].resource_version)
+    assert (got["stale"].status_code, got["stale"].json()["reason"]) == (409, "Conflict")
+    for ctype, data in (("application/merge-patch+json", {"m": "1"}), ("application/json-patch+json", {"j": "1"}),
+                        ("application/strategic-merge-patch+json", {"s": "1"})):
+        assert got[ctype].status_code == 200, got[ctype].json()
+        assert got[ctype].json()["data"] == data and got[ctype].json()["metadata"]["labels"] == {"a": "1"}
+    for what in ("delete", "delete_body"):
+        assert got[what].status_code == 200 and got[what].json()["kind"] == "Status", got[what].json()
+    held = got["delete_held"].json()
+    assert held["kind"] == "ConfigMap" and held["metadata"]["deletionTimestamp"]
+    assert (got["missing"].status_code, got["missing"].json()["reason"]) == (404, "NotFound")
+    for what in ("unknown", "unknown_delete"):
+        assert (got[what].status_code, got[what].json()["reason"]) == (422, "Invalid"), got[what].json()
+        assert 'supported values: "All"' in got[what].json()["message"]
