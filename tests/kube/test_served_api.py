@@ -140,3 +140,46 @@ def test_dry_run_never_writes() -> None:
     for what in ("unknown", "unknown_delete"):
         assert (got[what].status_code, got[what].json()["reason"]) == (422, "Invalid"), got[what].json()
         assert 'supported values: "All"' in got[what].json()["message"]
+
+
+def test_delete_answers_as_upstream_per_kind() -> None:
+    """``store.go`` ``finalizeDelete`` (staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go) answers
+    a removed object with itself where the kind's store sets ``ReturnDeletedObject`` (pkg/registry/core/service/
+    storage/storage.go, pod/storage/storage.go, namespace/storage/storage.go, persistentvolume/storage/storage.go,
+    serviceaccount/storage/storage.go; custom resources in apiextensions-apiserver/pkg/registry/customresource/etcd.go)
+    and with a Success Status elsewhere (ConfigMap); an object only marked for deletion is answered with itself,
+    200, or 202 when ``orphanDependents`` is false (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/delete.go).
+    The official client reads ``delete_namespaced_service``'s answer as a ``V1Service``."""
+    got: dict[str, httpx.Response] = {}
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        await api.create(KubeObject("Service", NS, "svc"))
+        await api.create(KubeObject("ServiceAccount", NS, "sa"))
+        await api.create(KubeObject("ConfigMap", NS, "cm"))
+        await api.create(KubeObject("ConfigMap", NS, "held", finalizers=["example.com/hold"]))
+        await api.create(KubeObject("ConfigMap", NS, "held2", finalizers=["example.com/hold"]))
+        async with raw(api) as c:
+            got["svc"] = await c.request("DELETE", "/api/v1/namespaces/default/services/svc")
+            got["sa"] = await c.request("DELETE", "/api/v1/namespaces/default/serviceaccounts/sa")
+            got["cm"] = await c.request("DELETE", f"{CMS}/cm")
+            got["held"] = await c.request("DELETE", f"{CMS}/held")
+            got["held2"] = await c.request("DELETE", f"{CMS}/held2", json={"orphanDependents": False})
+
+    clean(run(scenario))
+    for what, kind in (("svc", "Service"), ("sa", "ServiceAccount")):
+        assert got[what].status_code == 200 and got[what].json()["kind"] == kind, got[what].json()
+    cm = got["cm"].json()
+    assert got["cm"].status_code == 200
+    assert (cm["kind"], cm["status"], cm["details"]["name"], cm["details"]["kind"]) == (
+        "Status", "Success", "cm", "configmaps")
+    assert got["held"].status_code == 200 and got["held"].json()["metadata"]["deletionTimestamp"]
+    assert got["held2"].status_code == 202 and got["held2"].json()["kind"] == "ConfigMap"
+    try:
+        from kubernetes.client import ApiClient, V1Service
+    except ImportError:
+        return
+
+    # what delete_namespaced_service does with the body (its response type is V1Service)
+    service = ApiClient().deserialize(got["svc"].text, "V1Service", "application/json")
+    assert isinstance(service, V1Service) and service.metadata.name == "svc"

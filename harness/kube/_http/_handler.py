@@ -37,6 +37,12 @@ from ._watch import WatchOptions, _Watch
 if TYPE_CHECKING:
     from harness.sim import World
 
+#: The built-in kinds whose registry sets ``ReturnDeletedObject: true`` (``pkg/registry/core/*/storage/storage.go``):
+#: a DELETE that removes one answers with the object; the others answer with a Success Status. Custom resources
+#: (``apiextensions-apiserver/pkg/registry/customresource/etcd.go``) set it too.
+RETURNS_DELETED_OBJECT = frozenset({"Pod", "Service", "Namespace", "PersistentVolume", "PersistentVolumeClaim",
+                                    "ServiceAccount"})
+
 # ------------------------------------------------------------------------------------------- replies
 @dataclass
 class Reply:
@@ -286,9 +292,11 @@ class APIHandler:
     async def _delete(self, res: Resource, p: _Path, ns: str, doc: Any) -> Reply:
         """``handlers/delete.go``: DeleteOptions (preconditions, propagationPolicy, gracePeriodSeconds).
 
-        200 with the object while it is still there (finalizers, a grace
-        period) or when the registry returns deleted objects (Pods, custom
-        resources: ``ReturnDeletedObject``); else 200 with a Success Status.
+        The object while it is still there (finalizers, a grace period): 200,
+        or 202 when the request set ``orphanDependents: false``, the one case
+        ``delete.go`` answers Accepted. Once gone: the object where the kind's
+        registry sets ``ReturnDeletedObject`` (:data:`RETURNS_DELETED_OBJECT`),
+        else a Success Status naming it (``store.go`` ``finalizeDelete``).
         """
         if not isinstance(doc, dict):
             raise BadRequest("DeleteOptions must be a JSON object")
@@ -318,7 +326,10 @@ class APIHandler:
             out = await self.api.delete(res.kind, ns, p.name, **options)
             still = self.api._store.get(res.kind, {}).get(out.key)
             still_there = still is not None and still.uid == out.uid
-        if still_there or res.kind == "Pod" or not res.builtin:
+        if still_there:
+            accepted = orphan is not None and orphan in (False, "false")
+            return Reply(202 if accepted else 200, self.codec.encode(out, res))
+        if res.kind in RETURNS_DELETED_OBJECT or not res.builtin:
             return Reply(200, self.codec.encode(out, res))
         details: dict[str, Any] = {"name": p.name, "kind": res.plural, "uid": out.uid}
         if res.group:
