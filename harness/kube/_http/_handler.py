@@ -17,6 +17,7 @@ from .._apiserver import APIServer
 from .._errors import ApiError, Invalid, NotFound
 from .._objects import KubeObject
 from ._codec import (
+    JSON,
     JSON_PATCH,
     MERGE_PATCH,
     STRATEGIC_MERGE_PATCH,
@@ -26,6 +27,7 @@ from ._codec import (
     _make_continue,
     _parse,
 )
+from ._dryrun import DRY_RUN_ALL, DryRun
 from ._patches import json_merge_patch, json_patch, strategic_merge_patch
 from ._resources import BUILTIN_RESOURCES, CRD_KIND, Resource, _accept_crd, _Path, _split, crd_resources
 from ._selectors import _fields_match, parse_field_selector, parse_label_selector, selects
@@ -34,6 +36,12 @@ from ._watch import WatchOptions, _Watch
 
 if TYPE_CHECKING:
     from harness.sim import World
+
+#: The built-in kinds whose registry sets ``ReturnDeletedObject: true`` (``pkg/registry/core/*/storage/storage.go``):
+#: a DELETE that removes one answers with the object; the others answer with a Success Status. Custom resources
+#: (``apiextensions-apiserver/pkg/registry/customresource/etcd.go``) set it too.
+RETURNS_DELETED_OBJECT = frozenset({"Pod", "Service", "Namespace", "PersistentVolume", "PersistentVolumeClaim",
+                                    "ServiceAccount"})
 
 # ------------------------------------------------------------------------------------------- replies
 @dataclass
@@ -121,8 +129,13 @@ class APIHandler:
         if p.subresource and not (p.subresource == "status" and res.status):
             raise NotFound("the server could not find the requested resource")
         q = p.query
+        if method in ("POST", "PUT", "DELETE") and body.strip():
+            _require_json(headers)
+        if method in ("POST", "PUT", "PATCH"):
+            p.dry = _dry_run(q.get("dryRun"), {"POST": "CreateOptions", "PUT": "UpdateOptions",
+                                               "PATCH": "PatchOptions"}[method])
         if not p.name:
-            if method == "GET" and q.get("watch") in ("1", "true"):
+            if method == "GET" and _query_bool(q, "watch"):
                 return await self._watch(res, p, client, options)
             if method == "GET":
                 return await self._list(res, p)
@@ -221,6 +234,10 @@ class APIHandler:
         obj.uid, obj.resource_version = "", 0  # server-owned: a create ignores what the client sent
         if res.kind == CRD_KIND:
             _accept_crd(obj)
+        if p.dry:
+            doc = self.codec.encode(DryRun(self.api).create(obj, generate), res)
+            del doc["metadata"]["resourceVersion"]  # DryRunnableStorage.Create stores nothing: no revision
+            return Reply(201, doc)
         out = await self.api.create(obj, generate_name=generate)
         return Reply(201, self.codec.encode(out, res))
 
@@ -229,7 +246,13 @@ class APIHandler:
         obj = self.codec.decode(doc, res, ns)
         if obj.name != p.name:
             raise BadRequest(f"the name of the object ({obj.name}) does not match the name on the URL ({p.name})")
-        if p.subresource == "status":
+        if p.dry:
+            status_only = p.subresource == "status"
+            out = DryRun(self.api).rewrite("update_status" if status_only else "update", res.kind, ns, p.name,
+                                           lambda _cur: obj, status_only=status_only,
+                                           keep_status=status_only or res.status,
+                                           no_new_finalizers=not status_only and res.status)
+        elif p.subresource == "status":
             out = await self.api.update_status(obj)
         elif res.status:
             out = await self.api.update(obj)
@@ -258,6 +281,10 @@ class APIHandler:
             return new
 
         verb = "patch_status" if status_only else "patch"
+        if p.dry:
+            out = DryRun(self.api).rewrite(verb, res.kind, ns, p.name, build, status_only=status_only,
+                                           keep_status=res.status)
+            return Reply(200, self.codec.encode(out, res))
         out = await self.api._rewrite(verb, res.kind, ns, p.name, build, status_only=status_only,
                                       keep_status=res.status)
         return Reply(200, self.codec.encode(out, res))
@@ -265,9 +292,11 @@ class APIHandler:
     async def _delete(self, res: Resource, p: _Path, ns: str, doc: Any) -> Reply:
         """``handlers/delete.go``: DeleteOptions (preconditions, propagationPolicy, gracePeriodSeconds).
 
-        200 with the object while it is still there (finalizers, a grace
-        period) or when the registry returns deleted objects (Pods, custom
-        resources: ``ReturnDeletedObject``); else 200 with a Success Status.
+        The object while it is still there (finalizers, a grace period): 200,
+        or 202 when the request set ``orphanDependents: false``, the one case
+        ``delete.go`` answers Accepted. Once gone: the object where the kind's
+        registry sets ``ReturnDeletedObject`` (:data:`RETURNS_DELETED_OBJECT`),
+        else a Success Status naming it (``store.go`` ``finalizeDelete``).
         """
         if not isinstance(doc, dict):
             raise BadRequest("DeleteOptions must be a JSON object")
@@ -285,10 +314,22 @@ class APIHandler:
         if policy not in (None, "Background", "Foreground", "Orphan"):
             raise Invalid(f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
                           f'"{policy}": supported values: "Foreground", "Background", "Orphan", "nil"')
-        out = await self.api.delete(res.kind, ns, p.name, uid=uid, resource_version=None if rv is None else int(rv),
-                                    propagation=policy, grace_period_seconds=None if grace is None else int(grace))
-        still = self.api._store.get(res.kind, {}).get(out.key)
-        if (still is not None and still.uid == out.uid) or res.kind == "Pod" or not res.builtin:
+        dry = doc.get("dryRun")
+        if dry is None and "dryRun" in q:
+            dry = [q["dryRun"]]
+        dry_run = _dry_run(dry, "DeleteOptions")
+        options: dict[str, Any] = {"uid": uid, "resource_version": None if rv is None else int(rv),
+                                   "propagation": policy, "grace_period_seconds": None if grace is None else int(grace)}
+        if dry_run:
+            out, still_there = DryRun(self.api).delete(res.kind, ns, p.name, **options)
+        else:
+            out = await self.api.delete(res.kind, ns, p.name, **options)
+            still = self.api._store.get(res.kind, {}).get(out.key)
+            still_there = still is not None and still.uid == out.uid
+        if still_there:
+            accepted = orphan is not None and orphan in (False, "false")
+            return Reply(202 if accepted else 200, self.codec.encode(out, res))
+        if res.kind in RETURNS_DELETED_OBJECT or not res.builtin:
             return Reply(200, self.codec.encode(out, res))
         details: dict[str, Any] = {"name": p.name, "kind": res.plural, "uid": out.uid}
         if res.group:
@@ -307,10 +348,48 @@ class APIHandler:
         timeout = q.get("timeoutSeconds", "")
         namespace = p.namespace if res.namespaced and p.namespace else None
         stream = _Watch(self, res, client, options, namespace, labels, fields,
-                        bookmarks=q.get("allowWatchBookmarks") in ("1", "true"),
+                        bookmarks=_query_bool(q, "allowWatchBookmarks"),
                         timeout=float(timeout) if timeout.isdigit() else None)
         await stream.open(rv)
         return Reply(200, watch=stream)
+
+def _dry_run(value: str | list[Any] | None, options_kind: str) -> bool:
+    """``dryRun``: absent is a write, ``All`` a dry run; any other value is 422, as ``ValidateDryRun``
+    (``apimachinery/pkg/apis/meta/v1/validation``) answers through the verb's ``*Options`` Invalid error."""
+    if value is None:
+        return False
+    values = value if isinstance(value, list) else [value]
+    if all(v == DRY_RUN_ALL for v in values):
+        return bool(values)
+    shown = ", ".join(f'"{v}"' for v in values)
+    raise Invalid(f'{options_kind}.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{{{shown}}}: '
+                  f'supported values: "{DRY_RUN_ALL}"')
+
+
+def _query_bool(query: dict[str, str], key: str) -> bool:
+    """A boolean query parameter as ``runtime.Convert_Slice_string_To_bool`` reads it (not ``strconv.ParseBool``).
+
+    Only an absent parameter, ``0`` and ``false`` (any case) are false; any
+    other value, the empty one and ``f`` included, is true, so ``?watch=yes``
+    starts a watch on kube-apiserver too and no value is a 400.
+    """
+    if key not in query:
+        return False
+    value = query[key]
+    return not (value == "0" or value.lower() == "false")
+
+
+def _require_json(headers: dict[str, str]) -> None:
+    """A body in a media type other than JSON is 415 (``negotiation.NewUnsupportedMediaTypeError``), not a 400.
+
+    kubectl and client-go send protobuf for built-in kinds when configured to,
+    and fall back to JSON only on a 415; a body without a Content-Type is read
+    as JSON (what clients that set none send).
+    """
+    ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype and ctype != JSON:
+        raise UnsupportedMediaType.of([JSON])
+
 
 def _handler_of(api: APIServer) -> APIHandler:
     """One handler per apiserver (the transports of several clients share it)."""

@@ -104,6 +104,7 @@ class _Path:
     name: str = ""
     subresource: str = ""
     query: dict[str, str] = field(default_factory=dict)
+    dry: bool = False  # dryRun=All: the answer computed, nothing written
 
 
 def _split(path: str) -> _Path | str:

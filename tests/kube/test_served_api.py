@@ -1,0 +1,185 @@
+"""The served API answers as kube-apiserver does: query booleans, media types, dryRun, DELETE's answer per kind,
+status lines, the self-subject reviews (``harness/kube/_http/``), and ``serve``'s exit on a signal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+import harness as h
+from harness.kube import APIServer, KubeObject
+from harness.kube._http._handler import _handler_of
+from tests.kube.kube_support import clean, run
+
+NS = "default"
+CMS = "/api/v1/namespaces/default/configmaps"
+
+
+def raw(api: APIServer, name: str = "raw") -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=api.transport(client=name), base_url="http://kube")
+
+
+def test_watch_param_accepts_true_forms() -> None:
+    """``watch`` is read by ``runtime.Convert_Slice_string_To_bool``
+    (staging/src/k8s.io/apimachinery/pkg/runtime/conversion.go), which the generated
+    ``Convert_url_Values_To_v1_ListOptions`` calls for ``ListOptions.Watch`` and ``AllowWatchBookmarks``:
+    absent, ``0`` and ``false`` in any case are false, every other value is true (``strconv.ParseBool`` is not
+    used, so no value is a 400); ``handlers/get.go`` ``ListResource`` then serves a watch for true."""
+    truthy = ["true", "True", "1", "t", "T", "TRUE", "", "yes"]
+    falsy = ["false", "0", "False", "FALSE"]
+    got: dict[str, bool] = {}
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        await api.create(KubeObject("ConfigMap", NS, "x"))
+        handler = _handler_of(api)
+        for value in truthy + falsy:
+            reply = await handler.handle("GET", f"{CMS}?watch={value}", {}, b"", "t")
+            assert reply.code == 200, (value, reply.doc)
+            got[value] = reply.watch is not None
+            if reply.watch is not None:
+                reply.watch.stop()
+            else:
+                assert reply.doc["kind"] == "ConfigMapList", reply.doc
+        plain = await handler.handle("GET", CMS, {}, b"", "t")
+        assert plain.watch is None and plain.doc["kind"] == "ConfigMapList"
+
+    clean(run(scenario))
+    assert got == {**{v: True for v in truthy}, **{v: False for v in falsy}}
+
+
+def test_protobuf_body_is_415() -> None:
+    """A body whose media type the serializer does not serve is ``negotiation.NewUnsupportedMediaTypeError``
+    (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/negotiation/errors.go), raised by
+    ``negotiation.NegotiateInputSerializer`` in ``handlers/create.go``/``update.go``/``delete.go``: 415 with reason
+    ``UnsupportedMediaType``, on which client-go's ``rest`` client retries in JSON; a JSON body without a
+    Content-Type is still read."""
+    got: dict[str, httpx.Response] = {}
+    proto = {"Content-Type": "application/vnd.kubernetes.protobuf"}
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        await api.create(KubeObject("ConfigMap", NS, "x"))
+        async with raw(api) as c:
+            body = b"k8s\x00\n\x0f\n\x02v1\x12\tConfigMap"
+            got["create"] = await c.post(CMS, content=body, headers=proto)
+            got["update"] = await c.put(f"{CMS}/x", content=body, headers=proto)
+            got["delete"] = await c.request("DELETE", f"{CMS}/x", content=body, headers=proto)
+            got["json"] = await c.post(CMS, content=b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"y"}}')
+        assert api.peek("ConfigMap", NS, "x") is not None and api.peek("ConfigMap", NS, "y") is not None
+
+    clean(run(scenario))
+    for what in ("create", "update", "delete"):
+        body = got[what].json()
+        assert got[what].status_code == 415, (what, body)
+        assert (body["kind"], body["status"], body["reason"], body["code"]) == (
+            "Status", "Failure", "UnsupportedMediaType", 415), (what, body)
+        assert "application/json" in body["message"]
+    assert got["json"].status_code == 201
+
+
+def test_dry_run_never_writes() -> None:
+    """``dryRun=All`` runs the write through ``DryRunnableStorage``
+    (staging/src/k8s.io/apiserver/pkg/registry/generic/registry/dryrun.go): every check, the same status code and
+    the object as it would be, nothing stored (no revision, no watch event); an unknown value fails
+    ``ValidateDryRun`` (staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/validation/validation.go) as a 422
+    ``Invalid`` of the verb's options (``handlers/create.go``, ``update.go``, ``patch.go``, ``delete.go``)."""
+    got: dict[str, httpx.Response] = {}
+    events: list[Any] = []
+    before: dict[str, Any] = {}
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        await api.create(KubeObject("ConfigMap", NS, "x", labels={"a": "1"}))
+        await api.create(KubeObject("ConfigMap", NS, "held", finalizers=["example.com/hold"]))
+        before["rv"], before["x"] = api.resource_version, api.peek("ConfigMap", NS, "x")
+        before["held"] = api.peek("ConfigMap", NS, "held")
+        api.watch("ConfigMap", events.append)
+        async with raw(api) as c:
+            cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "y"}, "data": {"k": "v"}}
+            got["create"] = await c.post(f"{CMS}?dryRun=All", json=cm)
+            got["generate"] = await c.post(f"{CMS}?dryRun=All", json={**cm, "metadata": {"generateName": "g-"}})
+            got["exists"] = await c.post(f"{CMS}?dryRun=All", json={**cm, "metadata": {"name": "x"}})
+            got["update"] = await c.put(f"{CMS}/x?dryRun=All", json={**cm, "metadata": {"name": "x"}})
+            got["stale"] = await c.put(f"{CMS}/x?dryRun=All",
+                                       json={**cm, "metadata": {"name": "x", "resourceVersion": "1000"}})
+            for ctype, body in (("application/merge-patch+json", b'{"data":{"m":"1"}}'),
+                                ("application/json-patch+json", b'[{"op":"add","path":"/data","value":{"j":"1"}}]'),
+                                ("application/strategic-merge-patch+json", b'{"data":{"s":"1"}}')):
+                got[ctype] = await c.patch(f"{CMS}/x?dryRun=All", content=body, headers={"Content-Type": ctype})
+            got["delete"] = await c.request("DELETE", f"{CMS}/x?dryRun=All")
+            got["delete_body"] = await c.request("DELETE", f"{CMS}/x", json={"dryRun": ["All"]})
+            got["delete_held"] = await c.request("DELETE", f"{CMS}/held?dryRun=All")
+            got["missing"] = await c.request("DELETE", f"{CMS}/nope?dryRun=All")
+            got["unknown"] = await c.post(f"{CMS}?dryRun=Some", json=cm)
+            got["unknown_delete"] = await c.request("DELETE", f"{CMS}/x", json={"dryRun": ["Some"]})
+        assert api.resource_version == before["rv"]
+        assert api.peek("ConfigMap", NS, "x") == before["x"] and api.peek("ConfigMap", NS, "held") == before["held"]
+        assert api.peek("ConfigMap", NS, "y") is None and len(api.peek_all("ConfigMap")) == 2
+
+    clean(run(scenario))
+    assert events == []
+    created = got["create"].json()
+    assert got["create"].status_code == 201 and created["data"] == {"k": "v"} and created["metadata"]["uid"]
+    assert "resourceVersion" not in created["metadata"] and created["metadata"]["name"] == "y"
+    assert got["generate"].status_code == 201 and got["generate"].json()["metadata"]["name"].startswith("g-")
+    assert (got["exists"].status_code, got["exists"].json()["reason"]) == (409, "AlreadyExists")
+    assert got["update"].status_code == 200 and got["update"].json()["data"] == {"k": "v"}
+    assert got["update"].json()["metadata"]["resourceVersion"] == str(before["x"].resource_version)
+    assert (got["stale"].status_code, got["stale"].json()["reason"]) == (409, "Conflict")
+    for ctype, data in (("application/merge-patch+json", {"m": "1"}), ("application/json-patch+json", {"j": "1"}),
+                        ("application/strategic-merge-patch+json", {"s": "1"})):
+        assert got[ctype].status_code == 200, got[ctype].json()
+        assert got[ctype].json()["data"] == data and got[ctype].json()["metadata"]["labels"] == {"a": "1"}
+    for what in ("delete", "delete_body"):
+        assert got[what].status_code == 200 and got[what].json()["kind"] == "Status", got[what].json()
+    held = got["delete_held"].json()
+    assert held["kind"] == "ConfigMap" and held["metadata"]["deletionTimestamp"]
+    assert (got["missing"].status_code, got["missing"].json()["reason"]) == (404, "NotFound")
+    for what in ("unknown", "unknown_delete"):
+        assert (got[what].status_code, got[what].json()["reason"]) == (422, "Invalid"), got[what].json()
+        assert 'supported values: "All"' in got[what].json()["message"]
+
+
+def test_delete_answers_as_upstream_per_kind() -> None:
+    """``store.go`` ``finalizeDelete`` (staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go) answers
+    a removed object with itself where the kind's store sets ``ReturnDeletedObject`` (pkg/registry/core/service/
+    storage/storage.go, pod/storage/storage.go, namespace/storage/storage.go, persistentvolume/storage/storage.go,
+    serviceaccount/storage/storage.go; custom resources in apiextensions-apiserver/pkg/registry/customresource/etcd.go)
+    and with a Success Status elsewhere (ConfigMap); an object only marked for deletion is answered with itself,
+    200, or 202 when ``orphanDependents`` is false (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/delete.go).
+    The official client reads ``delete_namespaced_service``'s answer as a ``V1Service``."""
+    got: dict[str, httpx.Response] = {}
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        await api.create(KubeObject("Service", NS, "svc"))
+        await api.create(KubeObject("ServiceAccount", NS, "sa"))
+        await api.create(KubeObject("ConfigMap", NS, "cm"))
+        await api.create(KubeObject("ConfigMap", NS, "held", finalizers=["example.com/hold"]))
+        await api.create(KubeObject("ConfigMap", NS, "held2", finalizers=["example.com/hold"]))
+        async with raw(api) as c:
+            got["svc"] = await c.request("DELETE", "/api/v1/namespaces/default/services/svc")
+            got["sa"] = await c.request("DELETE", "/api/v1/namespaces/default/serviceaccounts/sa")
+            got["cm"] = await c.request("DELETE", f"{CMS}/cm")
+            got["held"] = await c.request("DELETE", f"{CMS}/held")
+            got["held2"] = await c.request("DELETE", f"{CMS}/held2", json={"orphanDependents": False})
+
+    clean(run(scenario))
+    for what, kind in (("svc", "Service"), ("sa", "ServiceAccount")):
+        assert got[what].status_code == 200 and got[what].json()["kind"] == kind, got[what].json()
+    cm = got["cm"].json()
+    assert got["cm"].status_code == 200
+    assert (cm["kind"], cm["status"], cm["details"]["name"], cm["details"]["kind"]) == (
+        "Status", "Success", "cm", "configmaps")
+    assert got["held"].status_code == 200 and got["held"].json()["metadata"]["deletionTimestamp"]
+    assert got["held2"].status_code == 202 and got["held2"].json()["kind"] == "ConfigMap"
+    try:
+        from kubernetes.client import ApiClient, V1Service
+    except ImportError:
+        return
+
+    # what delete_namespaced_service does with the body (its response type is V1Service)
+    service = ApiClient().deserialize(got["svc"].text, "V1Service", "application/json")
+    assert isinstance(service, V1Service) and service.metadata.name == "svc"
