@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
 import time
 from pathlib import Path
@@ -84,16 +85,33 @@ def run(args: argparse.Namespace) -> int:
         scenario, params = t.scenario, t.params_by_variant[t.variants[0]]
     world = World(clock=RealClock(1.0, 0.0, 0, math.inf), limits=Limits(max_steps=sys.maxsize, max_time=math.inf))
     server = _Server(world, scenario, params, args.port, Path(args.kubeconfig), args.seconds)
+    # SIGTERM (a container's stop, `kill`, CI) ends it as Ctrl-C does: through Trio's own SIGINT delivery, which
+    # raises KeyboardInterrupt where it is safe, never in the middle of Trio's bookkeeping
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: signal.raise_signal(signal.SIGINT))
     try:
         trio.run(server.main)
-    except KeyboardInterrupt:
+    except BaseException as exc:  # Trio reports a Ctrl-C inside a task group as an exception group
+        if not _only_interrupts(exc):
+            raise
         print("serve: stopped", file=sys.stderr)
         return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     v = world.outcome().violation
     if v is not None and v.kind not in ("interrupted",):
         print(f"serve: the world ended: {v.describe()}", file=sys.stderr)
         return 1
     return 0
+
+
+def _only_interrupts(exc: BaseException) -> bool:
+    """Whether ``exc`` is a KeyboardInterrupt, or a group of nothing but interrupts and the cancellations they
+    caused: the server was asked to stop, and did."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_interrupts(e) for e in exc.exceptions)
+    import trio
+
+    return isinstance(exc, KeyboardInterrupt | trio.Cancelled)
 
 
 class _Server:
