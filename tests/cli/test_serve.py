@@ -101,3 +101,30 @@ def test_serve_sigint_exits_zero(tmp_path: Path, sig: str) -> None:
     _, err = server.communicate(timeout=60)
     assert server.returncode == 0, err
     assert err == "serve: stopped\n", err
+
+
+def test_status_lines_have_reason_phrases(tmp_path: Path) -> None:
+    """Issue 49 item 11: every status line carries its reason phrase, as Go's net/http writes it
+    (`HTTP/1.1 404 Not Found`); the official client shows it as `ApiException.reason`, which was empty."""
+    import http.client
+    import re
+
+    server = subprocess.Popen([sys.executable, "-m", "harness", "serve", "--kubeconfig", str(tmp_path / "kc"),
+                               "--seconds", "120"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        first = server.stdout.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)", first)
+        assert m is not None, first
+        seen = {}
+        for path in ("/api/v1/namespaces/default/configmaps/nope", "/api/v1/namespaces/default/configmaps"):
+            conn = http.client.HTTPConnection("127.0.0.1", int(m[1]), timeout=30)
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            resp.read()
+            seen[resp.status] = resp.reason
+            conn.close()
+        assert seen == {404: "Not Found", 200: "OK"}, seen
+    finally:
+        server.terminate()
+        server.communicate(timeout=60)

@@ -54,7 +54,7 @@ class TCPServer:
                 reply = reply_box["reply"]
                 if reply.watch is None:
                     data = reply.body()
-                    await _send(stream, conn, h11.Response(status_code=reply.code, headers=[
+                    await _send(stream, conn, h11.Response(status_code=reply.code, reason=_reason(reply.code), headers=[
                         ("Content-Type", "application/json"), ("Content-Length", str(len(data)))]))
                     await _send(stream, conn, h11.Data(data=data))
                     await _send(stream, conn, h11.EndOfMessage())
@@ -96,7 +96,7 @@ class TCPServer:
         import h11
         import trio
 
-        await _send(stream, conn, h11.Response(status_code=200, headers=[
+        await _send(stream, conn, h11.Response(status_code=200, reason=_reason(200), headers=[
             ("Content-Type", "application/json"), ("Transfer-Encoding", "chunked")]))
 
         async def client_gone(cancel: trio.CancelScope) -> None:
@@ -136,3 +136,14 @@ async def _send(stream: trio.SocketStream, conn: Any, event: Any) -> None:
     data = conn.send(event)
     if data:
         await stream.send_all(data)
+
+
+def _reason(code: int) -> bytes:
+    """The status line's reason phrase ("Not Found"), as Go's net/http writes it: clients show it (the official
+    client's ``ApiException.reason``); without one it was empty."""
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(code).phrase.encode("ascii")
+    except ValueError:
+        return b""
