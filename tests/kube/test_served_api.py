@@ -183,3 +183,38 @@ def test_delete_answers_as_upstream_per_kind() -> None:
     # what delete_namespaced_service does with the body (its response type is V1Service)
     service = ApiClient().deserialize(got["svc"].text, "V1Service", "application/json")
     assert isinstance(service, V1Service) and service.metadata.name == "svc"
+
+
+def test_self_subject_reviews_are_allowed() -> None:
+    """Issue 49 item 11: `kubectl auth can-i` POSTs a SelfSubjectAccessReview
+    (pkg/registry/authorization/selfsubjectaccessreview/rest.go answers it at once, storing nothing); with no
+    authorization here everything is allowed. Discovery lists both reviews with the one verb they take."""
+    import json
+
+    async def scenario(world: h.World) -> None:
+        handler = _handler_of(APIServer(world))
+        body = json.dumps({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                           "spec": {"resourceAttributes": {"verb": "create", "resource": "pods",
+                                                           "namespace": "default"}}}).encode()
+        reply = await handler.handle("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                                     {"content-type": "application/json"}, body, "kubectl")
+        got["access"] = (reply.code, reply.doc)
+        reply = await handler.handle("POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+                                     {"content-type": "application/json"},
+                                     b'{"kind":"SelfSubjectRulesReview","spec":{"namespace":"default"}}', "kubectl")
+        got["rules"] = (reply.code, reply.doc)
+        reply = await handler.handle("GET", "/apis/authorization.k8s.io/v1", {}, b"", "kubectl")
+        got["discovery"] = reply.doc
+        reply = await handler.handle("GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {}, b"",
+                                     "kubectl")
+        got["list"] = reply.code
+
+    got: dict[str, Any] = {}
+    clean(run(scenario))
+    code, doc = got["access"]
+    assert code == 201 and doc["status"]["allowed"] is True and doc["spec"]["resourceAttributes"]["verb"] == "create"
+    code, doc = got["rules"]
+    assert code == 201 and doc["status"]["resourceRules"][0]["verbs"] == ["*"]
+    names = {r["name"]: r["verbs"] for r in got["discovery"]["resources"]}
+    assert names == {"selfsubjectaccessreviews": ["create"], "selfsubjectrulesreviews": ["create"]}
+    assert got["list"] == 405

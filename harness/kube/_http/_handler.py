@@ -29,7 +29,16 @@ from ._codec import (
 )
 from ._dryrun import DRY_RUN_ALL, DryRun
 from ._patches import json_merge_patch, json_patch, strategic_merge_patch
-from ._resources import BUILTIN_RESOURCES, CRD_KIND, Resource, _accept_crd, _Path, _split, crd_resources
+from ._resources import (
+    BUILTIN_RESOURCES,
+    CRD_KIND,
+    REVIEW_RESOURCES,
+    Resource,
+    _accept_crd,
+    _Path,
+    _split,
+    crd_resources,
+)
 from ._selectors import _fields_match, parse_field_selector, parse_label_selector, selects
 from ._status import BadRequest, MethodNotSupported, UnsupportedMediaType, status_body
 from ._watch import WatchOptions, _Watch
@@ -67,13 +76,13 @@ class APIHandler:
         self.api = api
         self.world: World = api._world
         self.codec = Codec(self._kind_api_version, epoch)
-        self._builtin = {(r.group, r.plural): r for r in BUILTIN_RESOURCES}
+        self._builtin = {(r.group, r.plural): r for r in (*BUILTIN_RESOURCES, *REVIEW_RESOURCES)}
         self._builtin_kinds = {r.kind: r for r in BUILTIN_RESOURCES}
 
     # ----------------------------------------------------------------- resources
     def resources(self) -> list[Resource]:
         """Every resource served now: the built-ins, then each CRD's, in CRD creation order."""
-        out = list(BUILTIN_RESOURCES)
+        out = [*BUILTIN_RESOURCES, *REVIEW_RESOURCES]
         for crd in self.api._store.get(CRD_KIND, {}).values():
             if crd.deletion_timestamp is None:
                 out.extend(crd_resources(crd))
@@ -131,6 +140,8 @@ class APIHandler:
         q = p.query
         if method in ("POST", "PUT", "DELETE") and body.strip():
             _require_json(headers)
+        if res.review:
+            return self._review(method, res, p, body)
         if method in ("POST", "PUT", "PATCH"):
             p.dry = _dry_run(q.get("dryRun"), {"POST": "CreateOptions", "PUT": "UpdateOptions",
                                                "PATCH": "PatchOptions"}[method])
@@ -153,6 +164,25 @@ class APIHandler:
         if method == "DELETE":
             return await self._delete(res, p, ns, _parse(body) if body.strip() else {})
         raise MethodNotSupported(f"the server does not allow this method on the requested resource ({method})")
+
+    def _review(self, method: str, res: Resource, p: _Path, body: bytes) -> Reply:
+        """A self-subject review, answered at once and stored nowhere (``selfsubjectaccessreview/rest.go``'s
+        ``Create``): this apiserver authorizes everything, so a review says allowed."""
+        if method != "POST" or p.name:
+            raise MethodNotSupported(f"the server does not allow this method on the requested resource ({method})")
+        review = _parse(body)
+        if not isinstance(review, dict):
+            raise BadRequest("the body is not a JSON object")
+        review.setdefault("apiVersion", res.api_version)
+        review.setdefault("kind", res.kind)
+        review.setdefault("metadata", {})["creationTimestamp"] = None
+        if res.kind == "SelfSubjectAccessReview":
+            review["status"] = {"allowed": True, "reason": "race-harness serves without authorization"}
+        else:
+            review["status"] = {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+                                "incomplete": False}
+        return Reply(201, review)
 
     def _discovery(self, method: str, where: str) -> Reply:
         """``discovery.APIVersionHandler``/``APIGroupHandler``: what kubectl reads before anything else."""

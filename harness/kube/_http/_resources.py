@@ -28,6 +28,7 @@ class Resource:
     short_names: tuple[str, ...] = ()
     status: bool = False  # has a status subresource
     builtin: bool = True  # served by kube-apiserver itself (strategic merge patch applies)
+    review: bool = False  # create-only and never stored: a review answered at once (SelfSubjectAccessReview)
 
     @property
     def api_version(self) -> str:
@@ -38,7 +39,7 @@ class Resource:
         return self.kind.lower()
 
     def discovery(self) -> list[dict[str, Any]]:
-        verbs = ["create", "delete", "get", "list", "patch", "update", "watch"]
+        verbs = ["create"] if self.review else ["create", "delete", "get", "list", "patch", "update", "watch"]
         out: list[dict[str, Any]] = [{"name": self.plural, "singularName": self.singular,
                                       "namespaced": self.namespaced, "kind": self.kind, "verbs": verbs}]
         if self.short_names:
@@ -76,6 +77,13 @@ BUILTIN_RESOURCES: tuple[Resource, ...] = (
     *_builtin("rbac.authorization.k8s.io", "v1", "roles Role", "rolebindings RoleBinding",
               "clusterroles ClusterRole cluster", "clusterrolebindings ClusterRoleBinding cluster"),
     *_builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions CustomResourceDefinition cluster status crd,crds"),
+)
+#: the reviews kube-apiserver answers without storing anything (pkg/registry/authorization/selfsubject*review):
+#: this apiserver has no authorization, so everything is allowed, which is what `kubectl auth can-i` asks
+REVIEW_RESOURCES: tuple[Resource, ...] = tuple(
+    Resource("authorization.k8s.io", "v1", plural, kind, namespaced=False, review=True)
+    for plural, kind in (("selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+                         ("selfsubjectrulesreviews", "SelfSubjectRulesReview"))
 )
 CRD_KIND = "CustomResourceDefinition"
 
