@@ -55,6 +55,27 @@ REQUEST_LATENCY = 0.001
 BUSY_INSTANT = 1_000
 
 
+def rewritten(cur: KubeObject, obj: KubeObject, *, status_only: bool, keep_status: bool) -> KubeObject:
+    """What an update of ``cur`` to ``obj`` commits: the status alone (the status subresource), or the metadata
+    a client may set and the spec (a new generation when the spec changed), the status kept unless asked.
+
+    One rule for the write and for a dry run of it (``_http/_dryrun.py``), so the two never answer differently.
+    """
+    new = cur.deepcopy()
+    if status_only:
+        new.status = copy_json(obj.status)
+        return new
+    new.labels, new.annotations = dict(obj.labels), dict(obj.annotations)
+    new.owner_references, new.finalizers = list(obj.owner_references), list(obj.finalizers)
+    new.extra = copy_json(obj.extra)
+    if not keep_status:
+        new.status = copy_json(obj.status)
+    if obj.spec != cur.spec:
+        new.spec = copy_json(obj.spec)
+        new.generation = cur.generation + 1
+    return new
+
+
 class Registry:
     """The write machinery of :class:`~harness.kube.APIServer` (its base class; the state is the apiserver's)."""
 
@@ -289,18 +310,7 @@ class Registry:
         except ApiError as err:
             raise self._error(verb, kind, err, ref) from None
         self._check_update(verb, obj, cur)
-        new = cur.deepcopy()
-        if status_only:
-            new.status = copy_json(obj.status)
-        else:
-            new.labels, new.annotations = dict(obj.labels), dict(obj.annotations)
-            new.owner_references, new.finalizers = list(obj.owner_references), list(obj.finalizers)
-            new.extra = copy_json(obj.extra)
-            if not keep_status:
-                new.status = copy_json(obj.status)
-            if obj.spec != cur.spec:
-                new.spec = copy_json(obj.spec)
-                new.generation = cur.generation + 1
+        new = rewritten(cur, obj, status_only=status_only, keep_status=keep_status)
         out = self._write(cur, new).deepcopy()
         return await self._respond(verb, kind, ref, out)
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .._errors import AlreadyExists, Conflict, NotFound
-from .._objects import KubeObject, copy_json
-from .._registry import deletion_finalizers
+from .._objects import KubeObject
+from .._registry import deletion_finalizers, rewritten
 
 if TYPE_CHECKING:
     from .._apiserver import APIServer
@@ -66,18 +66,7 @@ class DryRun:
         cur = self._current(kind, namespace, name)
         obj = build(cur.deepcopy())
         self.api._check_update(verb, obj, cur)
-        new = cur.deepcopy()
-        if status_only:
-            new.status = copy_json(obj.status)
-        else:
-            new.labels, new.annotations = dict(obj.labels), dict(obj.annotations)
-            new.owner_references, new.finalizers = list(obj.owner_references), list(obj.finalizers)
-            new.extra = copy_json(obj.extra)
-            if not keep_status:
-                new.status = copy_json(obj.status)
-            if obj.spec != cur.spec:
-                new.spec = copy_json(obj.spec)
-                new.generation = cur.generation + 1
+        new = rewritten(cur, obj, status_only=status_only, keep_status=keep_status)
         if no_new_finalizers:
             self.api._check_no_new_finalizers(verb, cur, new)
         return new
