@@ -531,7 +531,19 @@ def _said(actor: str, label: str) -> str:
     return f"{actor}: {label}"
 
 
-def _occurrences(records: Sequence[Record]) -> dict[tuple[str, str, str | None, int], Record]:
+def held_span(what: Ident, records: Sequence[Record],
+              by_ident: dict[tuple[str, str, str | None, int], Record]) -> tuple[Record | None, Record | None]:
+    """A held action's span: the step that first passed it over (None: never), and the step it ran at (None:
+    never). ``by_ident`` is :func:`occurrences` of ``records``. The story's hold line and the page's sentence of
+    why both read a hold this way."""
+    ran = by_ident.get(tuple(what))  # type: ignore[arg-type]
+    pattern = identity_label(f"{what.actor}: {what.label}")
+    first = next((r for r in records if r.instead and identity_label(r.instead) == pattern
+                  and (ran is None or r.step < ran.step)), None)
+    return first, ran
+
+
+def occurrences(records: Sequence[Record]) -> dict[tuple[str, str, str | None, int], Record]:
     """Each run/timer record by its identity (actor, label without rv, key, occurrence)."""
     seen: dict[tuple[str, str, str | None], int] = {}
     out: dict[tuple[str, str, str | None, int], Record] = {}
@@ -595,16 +607,13 @@ def _entry_lines(plan: Sequence[Hold | Fault | Pick], records: Sequence[Record],
     instant, only after other steps), and when it never ran, that the run
     ended first.
     """
-    by_ident = _occurrences(records)
+    by_ident = occurrences(records)
     out: list[tuple[int, str]] = []  # (the step it acts at, its line): told in the order they happened
     for e in plan:
         if isinstance(e, Hold):
             what = e.what
-            ran = by_ident.get(tuple(what))  # type: ignore[arg-type]
+            first, ran = held_span(what, records, by_ident)
             said = _said(what.actor, what.label) + (f" [{what.key}]" if what.key and what.key not in what.label else "")
-            pattern = identity_label(f"{what.actor}: {what.label}")
-            first = next((r for r in records if r.instead and identity_label(r.instead) == pattern
-                          and (ran is None or r.step < ran.step)), None)
             if isinstance(e.until, Ident):
                 until_rec = by_ident.get(tuple(e.until))  # type: ignore[arg-type]
                 until = (f"until #{until_rec.step} '{_said(until_rec.actor, until_rec.label)}' ran" if until_rec

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..explore._story import held_span, occurrences
 from ..sim import VERDICTS, Ident, identity_label
 
 #: "scheduler/informer/PodGroup deliver ADDED default/pg-1": an informer's watch delivery
@@ -44,28 +45,14 @@ def plain_action(actor: str, label: str) -> str:
     return f"{actor}'s '{said.strip()}'"
 
 
-def _occurrence(records: list[Any], what: Ident) -> Any:
-    """The record of ``what``'s ``n``-th run, if it ran."""
-    n = 0
-    for r in records:
-        if r.kind in ("run", "timer") and r.actor == what.actor and identity_label(r.label) == identity_label(
-                what.label) and r.key == what.key:
-            n += 1
-            if n == what.n:
-                return r
-    return None
-
-
-def _clause(entry: Any, records: list[Any]) -> tuple[int, str]:
+def _clause(entry: Any, records: list[Any], by_ident: dict[Any, Any]) -> tuple[int, str]:
     """(the step it acted at, its clause) for one plan entry."""
     far = 1 << 30
     kind = getattr(entry, "kind", "")
     if kind == "hold":
         what: Ident = entry.what
-        ran = _occurrence(records, what)
+        passed, ran = held_span(what, records, by_ident)
         action = plain_action(what.actor, what.label)
-        passed = next((r for r in records if r.instead and identity_label(r.instead).endswith(identity_label(
-            what.label)) and (ran is None or r.step < ran.step)), None)
         reached = " reaching " in action  # a delivery: "the ADDED event of ... reached ... late"
         if ran is None:
             return (passed.step if passed is not None else far), (
@@ -106,6 +93,7 @@ def why_sentence(cx: Any) -> str:
     if not plan:
         return (f"Why it failed: in the canonical order, with no reordering, delay or fault, {broke}: a logic or "
                 "load bug, not an interleaving.")
-    clauses = [c for _, c in sorted((_clause(e, records) for e in plan), key=lambda t: t[0])]
+    by_ident = occurrences(records)
+    clauses = [c for _, c in sorted((_clause(e, records, by_ident) for e in plan), key=lambda t: t[0])]
     said = clauses[0] if len(clauses) == 1 else ", ".join(clauses[:-1]) + f", and {clauses[-1]}"
     return f"Why it failed: {said}; then {broke} (t={v.time:.3f})."
