@@ -2,15 +2,29 @@
 
 The operator (``AppOperator``) is ordinary lightkube code, the way small Python
 operators are written: two list-and-watch loops keep a local cache of ``App``
-custom resources and of the Secrets it manages; every App event runs a
-level-triggered ``reconcile`` that makes sure the App has a credentials Secret
+custom resources and of the Secrets it manages and queue every App whose App or
+Secret changed; a worker, once both caches synced, runs a level-triggered
+``reconcile`` per queued App that makes sure the App has a credentials Secret
 (a password derived from the App's UID), deletes the Secret of an App that is
 gone or that belongs to an earlier App of the same name, and records the Secret
 in the App's status with a retry on conflict (client-go's ``RetryOnConflict``).
-Nothing in it knows the harness: the scenario hands it a lightkube
-``AsyncClient`` whose transport is the simulated apiserver
-(``api.transport(client="app-operator")``) and ``world.sleep`` as its sleep,
-and runs each of its loops as an actor.
+Nothing in it knows the harness: ``main`` is the operator's entry point as it
+ships (``anyio.run(main, backend="trio")``): it builds its client from the
+environment (``AsyncClient()`` reads ``KUBECONFIG``), runs its loops and worker
+in its own task group, waits on ``anyio.Event``s and a memory object stream and
+backs off with ``anyio.sleep``. The scenario starts it with
+``Operator(api, "app-operator", main, fixed)``: the client reaches the simulated
+apiserver, each task is an actor (``app-operator/watch_apps``,
+``app-operator/watch_secrets``, ``app-operator/worker``), every wait runs on
+the virtual clock, and the operator is a process the search may crash and
+restart (``--faults crash``).
+
+Two holes the crash faults found in an earlier version of this operator, both
+closed in both variants, are the classic ones: after a restart the App of a
+leftover Secret is gone from the LIST, so nothing reconciled it (the Secret
+leaked: now a Secret's event queues its App), and a reconcile ran before the
+App cache synced and deleted a live App's Secret (now the worker waits for both
+caches, as controller-runtime's ``WaitForCacheSync`` does).
 
 The race is an upstream pattern: **a delete by name acts on whatever object now
 has the name**. kubernetes/kubernetes#25169 (the kubelet deleted a re-created
@@ -35,28 +49,31 @@ separated by another write.
 
 Nothing places the timing: the search chooses how late each watch event comes
 (inside the 2 s window of every delivery), and with ``--faults all`` where
-watches end, break, hit 410 and requests fail or lose their responses.
+watches end, break, hit 410, requests fail or lose their responses and the
+operator crashes.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Awaitable, Callable
+import logging
+import math
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import httpx2
-from lightkube import ApiError, AsyncClient, KubeConfig
-from lightkube.config.models import Cluster, User
+from lightkube import ApiError, AsyncClient
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Secret
 
 import harness as h
-from harness.kube import APIServer, KubeObject
+from harness.kube import APIServer, KubeObject, Operator
 
 NAMESPACE, APP = "default", "db"
+log = logging.getLogger("app-operator")
 APP_UID = "example.com/app-uid"  # the annotation that ties a Secret to one App (by UID, not by name)
 MANAGED_BY = {"app.kubernetes.io/managed-by": "app-operator"}
 App = create_namespaced_resource("example.com", "v1", "App", "apps")
@@ -79,56 +96,74 @@ def password_for(uid: str) -> str:
 class AppOperator:
     """List-and-watch caches of Apps and Secrets, and a level-triggered reconcile per App event."""
 
-    def __init__(self, client: AsyncClient, *, fixed: bool = True,
-                 sleep: Callable[[float], Awaitable[Any]] = anyio.sleep) -> None:
+    def __init__(self, client: AsyncClient, *, fixed: bool = True) -> None:
         self.client = client
         self.fixed = fixed
-        self.sleep = sleep
         self.apps: dict[str, Any] = {}
         self.secrets: dict[str, Secret] = {}
+        #: set once each cache holds its first LIST: the worker reconciles nothing before both are
+        self.synced = {"App": anyio.Event(), "Secret": anyio.Event()}
+        #: the work queue: names of Apps to reconcile, each queued once until the worker takes it
+        self.send, self.receive = anyio.create_memory_object_stream[str](math.inf)
+        self.queued: set[str] = set()
 
     async def run(self) -> None:
-        """Both loops, as a process runs them (the scenario spawns each as an actor instead)."""
-        async with anyio.create_task_group() as tg:
+        """Both list-and-watch loops and the worker, in the operator's own task group."""
+        async with self.send, self.receive, anyio.create_task_group() as tg:
             tg.start_soon(self.watch_apps)
             tg.start_soon(self.watch_secrets)
+            tg.start_soon(self.worker)
 
     async def watch_apps(self) -> None:
-        await self._list_and_watch(App, self.apps, self.reconcile)
+        await self._list_and_watch(App, self.apps)
 
     async def watch_secrets(self) -> None:
-        await self._list_and_watch(Secret, self.secrets, None, labels=MANAGED_BY)
+        await self._list_and_watch(Secret, self.secrets, labels=MANAGED_BY)
 
-    async def _list_and_watch(self, res: Any, cache: dict[str, Any], on_change: Callable[[str], Awaitable[None]] | None,
-                              labels: dict[str, str] | None = None) -> None:
+    def enqueue(self, kind: str, name: str) -> None:
+        """Queue the App an object belongs to (a Secret's App by its name: after a restart, a Secret whose App
+        is gone is found this way)."""
+        app = name.removesuffix("-credentials") if kind == "Secret" else name
+        if app not in self.queued:
+            self.queued.add(app)
+            self.send.send_nowait(app)
+
+    async def _list_and_watch(self, res: Any, cache: dict[str, Any], labels: dict[str, str] | None = None) -> None:
         """List, then watch from the list's resourceVersion; on any error (410 Gone, a broken stream, a failed
-        request) back off and list again, and reconcile again every name whose reconcile failed."""
-        failed: set[str] = set()
+        request) back off and list again. Every object that changed is queued for the worker."""
+        kind = res.__name__
         while True:
             try:
                 listed = self.client.list(res, namespace=NAMESPACE, labels=labels)
                 fresh = {obj.metadata.name: obj async for obj in listed}
-                changed = sorted(set(cache) | set(fresh) | failed)
+                changed = sorted(set(cache) | set(fresh))
                 cache.clear()
                 cache.update(fresh)
+                self.synced[kind].set()
                 for name in changed:
-                    await self._changed(on_change, name, failed)
+                    self.enqueue(kind, name)
                 async for event, obj in self.client.watch(res, namespace=NAMESPACE, labels=labels,
                                                           resource_version=listed.resourceVersion):
                     if event == "DELETED":
                         cache.pop(obj.metadata.name, None)
                     else:
                         cache[obj.metadata.name] = obj
-                    await self._changed(on_change, obj.metadata.name, failed)
+                    self.enqueue(kind, obj.metadata.name)
             except (ApiError, httpx2.HTTPError):
-                await self.sleep(1.0)  # back off, then list again
+                await anyio.sleep(1.0)  # back off, then list again
 
-    @staticmethod
-    async def _changed(on_change: Callable[[str], Awaitable[None]] | None, name: str, failed: set[str]) -> None:
-        if on_change is not None:
-            failed.add(name)  # until it succeeds: a reconcile that raised runs again after the relist
-            await on_change(name)
-            failed.discard(name)
+    async def worker(self) -> None:
+        """Once both caches synced, reconcile each queued App; a reconcile that failed is queued again after 1 s."""
+        for synced in self.synced.values():
+            await synced.wait()
+        async for name in self.receive:
+            self.queued.discard(name)
+            try:
+                await self.reconcile(name)
+            except (ApiError, httpx2.HTTPError) as err:
+                log.warning("reconcile of App %s failed (%s); again in 1 s", name, err)
+                await anyio.sleep(1.0)
+                self.enqueue("App", name)
 
     async def reconcile(self, name: str) -> None:
         app = self.apps.get(name)
@@ -154,7 +189,7 @@ class AppOperator:
             except ApiError as err:
                 if err.status.code != 409:  # AlreadyExists: the next event shows it
                     raise
-        await self.set_status(name, {"secret": secret_name(name)})
+        await self.set_status(app, {"secret": secret_name(name)})
 
     async def get_secret(self, name: str) -> Secret | None:
         try:
@@ -172,9 +207,8 @@ class AppOperator:
             if err.status.code != 404:
                 raise
 
-    async def set_status(self, name: str, status: dict[str, Any]) -> None:
+    async def set_status(self, app: Any, status: dict[str, Any]) -> None:
         """Replace the status subresource; on 409 Conflict read the App again and retry (``RetryOnConflict``)."""
-        app = self.apps[name]
         for _attempt in range(5):
             if app.get("status") == status:
                 return
@@ -184,7 +218,12 @@ class AppOperator:
             except ApiError as err:
                 if err.status.code != 409:
                     raise
-                app = await self.client.get(App, name, namespace=NAMESPACE)
+                app = await self.client.get(App, app.metadata.name, namespace=NAMESPACE)
+
+
+async def main(fixed: bool = False) -> None:
+    """The operator's entry point: a client from the environment, both loops until the process ends."""
+    await AppOperator(AsyncClient(), fixed=fixed).run()
 
 
 # ---------------------------------------------------------------------------------------------- the scenario
@@ -218,12 +257,6 @@ def credentials_never_replaced(api: APIServer) -> Callable[[], bool | str]:
     return check
 
 
-def lightkube_client(api: APIServer, name: str) -> AsyncClient:
-    """A lightkube client whose every request goes to the simulated apiserver."""
-    config = KubeConfig.from_one(cluster=Cluster(server="http://kube"), user=User(), namespace=NAMESPACE)
-    return AsyncClient(config, transport=api.transport(client=name))
-
-
 async def until(world: h.World, what: str, cond: Callable[[], bool]) -> None:
     while not cond():
         await world.sleep(0.5, f"user waits until {what}")
@@ -234,9 +267,7 @@ async def scenario(world: h.World, *, fixed: bool = False) -> None:
     """Create App ``default/db``; once it has its Secret, delete it, wait until the Secret is gone, create it again."""
     api = APIServer(world)
     await api.create(CRD)
-    operator = AppOperator(lightkube_client(api, "app-operator"), fixed=fixed, sleep=world.sleep)
-    world.spawn("app-operator/apps", operator.watch_apps, daemon=True)
-    world.spawn("app-operator/secrets", operator.watch_secrets, daemon=True)
+    Operator(api, "app-operator", main, fixed).start()
     world.invariant(credentials_never_replaced(api), name="an App's credentials are never replaced while it lives")
     secret = secret_name(APP)
 

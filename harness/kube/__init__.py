@@ -57,6 +57,7 @@ from ._objects import KubeObject as KubeObject
 from ._objects import OwnerReference as OwnerReference
 from ._objects import controller_ref as controller_ref
 from ._objects import copy_json as copy_json
+from ._operator import Operator as Operator
 from ._process import ControllerProcess as ControllerProcess
 from ._ratelimit import BucketRateLimiter as BucketRateLimiter
 from ._ratelimit import (

@@ -9,6 +9,7 @@ data both clocks share (the real clock's driver keeps the same entries).
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import sysconfig
@@ -32,29 +33,46 @@ _NOT_THE_MODEL = tuple(
     str(Path(p).resolve()) + os.sep
     for p in (Path(__file__).parent.parent, Path(trio.__file__).parent, sysconfig.get_paths()["stdlib"])
 )
+#: installed packages (anyio, lightkube, httpx): a model's line is preferred to theirs, theirs to none
+_PACKAGES = tuple({str(Path(sysconfig.get_paths()[k]).resolve()) + os.sep for k in ("purelib", "platlib")})
+
+
+@functools.lru_cache(maxsize=4096)
+def _whose(path: str) -> int:
+    """2: the model's own code; 1: an installed package's; 0: the harness's, Trio's or the standard library's."""
+    resolved = str(Path(path).resolve())
+    if resolved.startswith(_NOT_THE_MODEL):
+        return 0
+    return 1 if resolved.startswith(_PACKAGES) else 2
 
 
 def waiting_at(task: tl.Task | None) -> str | None:
     """``model.py:88 in scenario (await done.wait(...))``: the innermost line of the model's own code a task awaits on.
 
     Walks the task's chain of awaited coroutines (``cr_await``) and keeps the
-    last frame outside the harness, Trio and the standard library, so a wait
-    that never ends is named where its author wrote it, not in ``_primitives``.
+    last frame of the model's own code (else of an installed package: a line of
+    anyio's is better than none), never the harness's, Trio's or the standard
+    library's, so a wait is named where its author wrote it, not in
+    ``_primitives``.
     """
     if task is None:
         return None
     coro: Any = task.coro
-    found = None
+    found: tuple[int, Any] | None = None
     for _ in range(200):  # a chain of awaits, never a cycle; bounded all the same
         frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
         if frame is None:
             break
-        path = frame.f_code.co_filename
-        if not str(Path(path).resolve()).startswith(_NOT_THE_MODEL):
-            line = linecache.getline(path, frame.f_lineno).strip()
-            found = f"{Path(path).name}:{frame.f_lineno} in {frame.f_code.co_name}" + (f" ({line[:80]})" if line else "")
+        whose = _whose(frame.f_code.co_filename)
+        if whose and (found is None or whose >= found[0]):
+            found = (whose, frame)
         coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
-    return found
+    if found is None:
+        return None
+    frame = found[1]
+    path = frame.f_code.co_filename
+    line = linecache.getline(path, frame.f_lineno).strip()
+    return f"{Path(path).name}:{frame.f_lineno} in {frame.f_code.co_name}" + (f" ({line[:80]})" if line else "")
 
 
 class _Actor:
@@ -62,12 +80,14 @@ class _Actor:
 
     __slots__ = (
         "abort_fn",
+        "adopted",
         "cancel_pending",
         "daemon",
         "done",
         "fresh",
         "go",
         "guard",
+        "held",
         "idle",
         "index",
         "key",
@@ -79,8 +99,10 @@ class _Actor:
         "rv",
         "seq",
         "since_ns",
+        "started",
         "task",
         "task_parked",
+        "trio_blocked",
         "waiting",
     )
 
@@ -105,6 +127,14 @@ class _Actor:
         self.idle = False  # a daemon's "waiting for work" wait (not a deadlock)
         self.fresh = False  # it waits for work or for time: what it does next starts afresh (a story's program order)
         self.option = Option(name, "start", None)
+        #: a Trio task the actor's own code started (its nursery, its task group), not one world.spawn started
+        self.adopted = False
+        #: made runnable by Trio (an event set, a deadline) and held off Trio's run queue until the world chooses it
+        self.held = False
+        #: blocked at Trio level (a trio/anyio primitive, a raw sleep), not at a harness yield point
+        self.trio_blocked = False
+        #: it has run once (an adopted task's first action is its start)
+        self.started = True
         self.abort_fn: Callable[[Any], tl.Abort] = lambda _rc: tl.Abort.SUCCEEDED
 
 

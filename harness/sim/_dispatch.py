@@ -20,17 +20,23 @@ from typing import Any
 import outcome
 import trio
 import trio.lowlevel as tl
+from trio._core._run import GLOBAL_RUN_CONTEXT  # where a held task goes back when the world chooses it
 
-from ._actors import _CANCEL, MAIN_ACTOR, _Actor
+from ._actors import _CANCEL, MAIN_ACTOR, _Actor, waiting_at
 from ._choice import Option
 from ._footprints import _harness_code
 from ._misuse import ending, misuse
 from ._oracles import where
 from ._plan import Ident, identity_label
 from ._state import _RunState
+from ._tasks import blocked_outside
 from ._time import NEVER, TICKS_PER_SECOND, TimerHandle, ceil_ns, later
 from ._trace import Access, _record
 from ._watchdog import NoYield
+
+
+def _index(actor: _Actor) -> int:
+    return actor.index
 
 
 class _Dispatch(_RunState):
@@ -58,8 +64,57 @@ class _Dispatch(_RunState):
         self._nursery.start_soon(self._run_actor, actor, fn, args, name=name)
         return name
 
+    def _adopt(self, task: tl.Task, parent: _Actor, fn_name: str) -> None:
+        """A Trio task started in ``parent``'s own nursery or task group becomes an actor (see ``_tasks``)."""
+        base = name = f"{parent.name}/{fn_name}"
+        n = 1
+        while name in self._by_name:
+            n += 1
+            name = f"{base}#{n}"
+        actor = _Actor(name, len(self._actors), parent.daemon)
+        actor.task = task
+        actor.adopted = True
+        actor.started = False
+        actor.abort_fn = lambda _rc: self._abort(actor)
+        self._actors.append(actor)
+        self._by_name[name] = actor
+        assert self._adopter is not None
+        self._adopter.of_task[task] = actor
+
+    def _blocked_in_trio(self, actor: _Actor) -> None:
+        """The running actor stopped at Trio level (a trio/anyio primitive, a raw sleep) or ended: the next one runs."""
+        self._current = None
+        if not actor.done:
+            actor.trio_blocked = True
+            assert actor.task is not None
+            outside = blocked_outside(actor.task)
+            if outside is not None:
+                at = waiting_at(actor.task)
+                self._fail("misuse", f"misuse in {actor.name}",
+                           f"{actor.name} waits on {outside}{f' at {at}' if at else ''}: its wake-up comes on the "
+                           "real clock, which the world does not schedule. Talk to the apiserver through a client "
+                           "the world serves (api.transport(), an Operator's environment), and do the work in the "
+                           "task itself instead of a thread", actor)
+                self._wake_controller()
+                return
+        self._handoff(None)
+
+    def _register_woken(self) -> None:
+        """Tasks Trio woke since the last decision become enabled actions, in actor order (deterministic)."""
+        assert self._adopter is not None
+        woken = self._adopter.woken
+        if len(woken) > 1:
+            woken.sort(key=_index)
+        label = self._adopter.wake_label
+        for actor in woken:
+            if actor.held and not actor.done:
+                self._register(actor, label(actor), None, None, None, self._now_ns, fresh=not actor.started)
+        woken.clear()
+
     async def _run_actor(self, actor: _Actor, fn: Callable[..., Awaitable[object]], args: tuple[Any, ...]) -> None:
         actor.task = tl.current_task()
+        if self._adopter is not None:
+            self._adopter.of_task[actor.task] = actor
         real = self._real
         try:
             if real is None:
@@ -260,7 +315,12 @@ class _Dispatch(_RunState):
         if actor.cancel_pending:
             actor.cancel_pending = False
             value = _CANCEL
-        if actor.task_parked:
+        if actor.held:  # woken by Trio and held off its run queue: back on it, with what Trio sent it
+            actor.held = False
+            actor.started = True
+            assert actor.task is not None
+            GLOBAL_RUN_CONTEXT.runner.runq.append(actor.task)
+        elif actor.task_parked:
             actor.task_parked = False
             assert actor.task is not None
             tl.reschedule(actor.task, outcome.Value(value))
@@ -297,6 +357,8 @@ class _Dispatch(_RunState):
         """Run due timers and choose the next actor; None means 'controller, move time'."""
         chooser = self._chooser
         while True:
+            if self._adopter is not None and self._adopter.woken:
+                self._register_woken()
             if self._fp:
                 self._flush_footprint()
             if self._observer is not None:

@@ -87,8 +87,8 @@ def misuse(exc: BaseException, actor: str) -> str | None:
     where = f" at {at}" if at else ""
     if isinstance(exc, NotInSimulation):
         return (f"{actor} awaited the harness from a task the world does not schedule{where}: {exc} A task "
-                "started in the actor's own nursery or task group is not an actor of the world; start each "
-                "concurrent loop with world.spawn(...), or await it in the actor itself")
+                "the world cannot see (a Trio system task, a nursery no actor opened) is not an actor; start each "
+                "concurrent loop with world.spawn(...) or in an actor's own nursery or task group")
     text = str(exc)
     call = _asyncio_call(exc)
     if isinstance(exc, RuntimeError) and ("no running event loop" in text or "no current event loop" in text

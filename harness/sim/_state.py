@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ._outcome import Limits, Violation
     from ._plan import Ident
     from ._realtime import RealTime
+    from ._tasks import TaskAdopter
     from ._time import TimerHandle
     from ._trace import Access, Note, Record
     from ._watchdog import Watch
@@ -97,6 +98,7 @@ class _RunState:
     _log_saved: list[tuple[logging.Logger, list[logging.Handler], bool, int]]
     _log_thread: int
     _real: RealTime | None
+    _adopter: TaskAdopter | None
     _wake: Callable[[], None] | None
 
     if TYPE_CHECKING:

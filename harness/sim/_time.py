@@ -301,8 +301,8 @@ class _Time(_RunState):
             self._check_invariants_over_jump(before)
             if self._violation is not None:
                 return False
-        if any(a.cancel_pending for a in self._actors):
-            return True  # a Trio deadline inside an actor expired on the way
+        if any(a.cancel_pending for a in self._actors) or (self._adopter is not None and self._adopter.woken):
+            return True  # a Trio deadline inside an actor expired on the way (a cancel scope, a raw sleep)
         # eventually deadlines that passed
         for ev in self._eventually:
             if ev.deadline_ns <= self._now_ns:
@@ -319,6 +319,7 @@ class _Time(_RunState):
         if t_next == NEVER:
             self._now_ns = before
             blocked = [a for a in waiting_actors if not a.done and not (a.daemon and a.idle)]
+            blocked += [a for a in self._actors if a.trio_blocked and not a.done and not a.daemon]
             if blocked:
                 # the scenario's own actor first: when it waits forever, the model is what is broken
                 a = next((b for b in blocked if b.name == MAIN_ACTOR), blocked[0])

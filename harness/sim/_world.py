@@ -56,6 +56,7 @@ enabled action draws nothing.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import threading
@@ -74,6 +75,7 @@ from ._oracles import _Eventually, _Oracles
 from ._outcome import Limits, RunOutcome, Violation
 from ._primitives import Event, Lock, Queue
 from ._primitives import Queue as _Queue  # in the class body of World, "Queue" is its method
+from ._tasks import TaskAdopter
 from ._time import NEVER, TimerHandle, _Time, to_ns
 from ._trace import Access, Note, Record, Trace
 from ._watchdog import NoYield, Watch, arm, disarm
@@ -196,6 +198,9 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
         self._log_thread = threading.get_ident()
         #: the real clock's driver, or None: the deterministic scheduler with virtual time drives the run
         self._real: RealTime | None = None
+        #: the instrument that makes the actors' own Trio tasks and wake-ups the world's (None: the real clock)
+        self._adopter: TaskAdopter | None = None
+        self._on_end: list[Callable[[], object]] = []
         #: called when a primitive's state changes (an Event set, a Queue put, a Lock released): the real
         #: clock's waiters re-check their guards; the deterministic scheduler re-checks them at every step
         self._wake: Callable[[], None] | None = None
@@ -244,9 +249,12 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
                 await self._real.main(scenario)
             finally:
                 self._release_logging()
+                self._run_on_end()
             return
         self._controller = tl.current_task()
         self._watch = arm(self._progress, self._running)
+        adopter = self._adopter = TaskAdopter(self)
+        tl.add_instrument(adopter)
         try:
             try:
                 async with trio.open_nursery() as nursery:
@@ -266,7 +274,25 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
             self._no_yield(self._running(), "an oracle or timer callback", None)
         finally:
             disarm(self._watch)
+            with contextlib.suppress(KeyError):  # (Trio drops an instrument whose hook raised)
+                tl.remove_instrument(adopter)
             self._release_logging()  # the loggers it captured, as it found them, however the run ended
+            self._run_on_end()
+        if adopter.failed is not None and self._reraise is None:
+            self._reraise = adopter.failed  # the harness's own error, never a verdict about the model
+
+    def on_end(self, fn: Callable[[], object]) -> None:
+        """Call ``fn()`` when the run ends, however it ends (a verdict, a stop, an error), after every actor stopped.
+
+        For what a run borrows from the process and must give back: an
+        environment variable an operator reads, a patched setting. Called in
+        the reverse order of registration, as ``contextlib.ExitStack`` does.
+        """
+        self._on_end.append(fn)
+
+    def _run_on_end(self) -> None:
+        while self._on_end:
+            self._on_end.pop()()
 
     def _progress(self) -> int:
         """The watchdog's measure of progress: the step counter."""

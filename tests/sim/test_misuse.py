@@ -9,7 +9,6 @@ import trio
 
 import harness as h
 from harness.explore._runner import model_error_of
-from harness.kube import APIServer
 from harness.sim import ReplayChooser, run_once
 
 
@@ -21,21 +20,6 @@ async def _asyncio_sleep(world: h.World) -> None:
     async def operator() -> None:
         await world.step("start")
         await asyncio.sleep(1)  # the line the error names
-
-    world.spawn("operator", operator)
-
-
-async def _own_task_group(world: h.World) -> None:
-    api = APIServer(world)
-
-    async def watch(kind: str) -> None:
-        await api.list(kind, "default")  # the line the error names
-
-    async def operator() -> None:
-        await world.step("start")
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(watch, "Pod")
-            nursery.start_soon(watch, "ConfigMap")
 
     world.spawn("operator", operator)
 
@@ -59,14 +43,6 @@ def test_asyncio_in_a_trio_actor_is_a_model_error_at_its_line() -> None:
     said = model_error_of(out.violation)
     assert said is not None and said.startswith("operator used asyncio at test_misuse.py:")
     assert "(await asyncio.sleep(1)" in said and "(asyncio.sleep)" in said and "anyio.sleep" in said
-
-
-def test_an_actors_own_task_group_is_a_model_error_with_the_real_message() -> None:
-    out = _run(_own_task_group)
-    assert out.violation is not None and out.violation.kind == "misuse", out.violation
-    said = model_error_of(out.violation)
-    assert said is not None and "ExceptionGroup" not in said and "sub-exceptions" not in said
-    assert "was awaited outside a harness actor" in said and "(await api.list(kind, \"default\")" in said
 
 
 def test_an_exception_group_is_opened_to_the_exception_that_ended_it() -> None:

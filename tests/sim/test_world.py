@@ -419,20 +419,33 @@ def test_idle_daemons_are_not_a_deadlock() -> None:
     assert canonical(scenario).violation is None
 
 
-def test_verdict_blocked_outside_the_harness() -> None:
+def test_raw_trio_sleep_runs_in_virtual_time() -> None:
     async def scenario(world: World) -> None:
-        await trio.sleep(1)  # a raw Trio sleep: the harness cannot schedule it
+        await trio.sleep(1)  # a raw Trio sleep: a deadline, and the world moves its clock to it
+        world.state["woke"] = world.now
+
+    out = run_once(scenario, ReplayChooser([]))
+    assert out.violation is None and out.end_time == 1.0
+
+
+def test_a_raw_event_nobody_sets_is_a_deadlock_at_its_line() -> None:
+    async def scenario(world: World) -> None:
+        await trio.Event().wait()  # the line named
 
     v = _verdict(scenario)
-    assert v.kind == "blocked-outside"
-    assert "Use world.sleep" in v.message
+    assert v.kind == "deadlock", v
+    assert "test_world.py:" in v.message and "(await trio.Event().wait()" in v.message
 
 
-def test_verdict_blocked_outside_on_raw_event() -> None:
+def test_real_io_is_a_model_error_at_its_line() -> None:
     async def scenario(world: World) -> None:
-        await trio.Event().wait()
+        a, _b = trio.socket.socketpair()
+        with a, _b:
+            await a.recv(1)  # real I/O: its wake-up comes on the real clock
 
-    assert _verdict(scenario).kind == "blocked-outside"
+    v = _verdict(scenario)
+    assert v.kind == "misuse", v
+    assert "real I/O" in v.message and "(await a.recv(1)" in v.message
 
 
 def test_verdict_runaway_steps() -> None:

@@ -50,10 +50,14 @@ class Transport:
                                  stream=stream, request=request)
         return http.Response(reply.code, headers=[("Content-Type", JSON)], content=reply.body(), request=request)
 
-    async def aclose(self) -> None:
+    def close(self) -> None:
+        """Close every watch connection it opened (a crashed process's connections close with it)."""
         for s in self._streams:
             s.stop()
         self._streams.clear()
+
+    async def aclose(self) -> None:
+        self.close()
 
     async def __aenter__(self) -> Transport:
         return self

@@ -1,0 +1,112 @@
+"""Clients an operator builds from its environment reach the world's apiserver: a kubeconfig, and routing at the transport.
+
+An operator written for production builds its client from the environment
+(lightkube's ``AsyncClient()``, an ``httpx.AsyncClient`` from ``KUBECONFIG``);
+nothing in its code names the harness. Two things make that client the world's,
+neither touching the operator:
+
+* **a kubeconfig of the harness's own** (:func:`kubeconfig_path`), written once
+  per process into a fresh temporary directory and removed at exit: one cluster
+  at :data:`SERVER`, TLS verification off (nothing is ever dialled, and a client
+  then builds no certificate store), a token; an :class:`Operator` sets
+  ``KUBECONFIG`` to it while its run lasts;
+* **routing at the transport**: ``handle_async_request`` of httpx's connection
+  transport (``httpx.AsyncHTTPTransport``, and the same class of the ``httpx2``
+  fork lightkube 1.x uses) is wrapped once per process (:func:`install`); a
+  request made by a task of an operator (the context variable :data:`ROUTE`, set
+  in the operator's main task and inherited by every task it starts) goes to
+  that operator's :class:`Transport`, as ``api.transport()``'s requests do,
+  whatever the client's other settings. A request from anywhere else takes
+  httpx's own path, untouched.
+
+Rejected: patching lightkube's config loader (one client library, and the
+operator's own code path would no longer be the one it ships), or a loopback
+server (a socket's wake-up comes on the real clock, which the world does not
+schedule). A request an operator sends to another host is refused with
+:class:`OutsideTheCluster`: under the world only the apiserver exists.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+#: the apiserver's address in the harness's kubeconfig (``.invalid``: a name that resolves nowhere, RFC 2606)
+HOST = "kube-apiserver.harness.invalid"
+SERVER = f"https://{HOST}"
+
+
+class _Routes(Protocol):
+    async def handle_async_request(self, request: Any) -> Any: ...
+
+
+#: the transport of the operator whose task makes the request (None: not an operator's task)
+ROUTE: ContextVar[_Routes | None] = ContextVar("harness_kube_operator_route", default=None)
+
+
+class OutsideTheCluster(Exception):
+    """An operator's request to a host other than the cluster's apiserver: nothing else exists under the world."""
+
+
+_PATH: str | None = None
+
+
+def kubeconfig_path() -> str:
+    """The harness's kubeconfig (written on first use, removed when the process exits)."""
+    global _PATH
+    if _PATH is None:
+        directory = tempfile.mkdtemp(prefix="race-harness-")
+        atexit.register(shutil.rmtree, directory, True)
+        path = os.path.join(directory, "kubeconfig")
+        config = {
+            "apiVersion": "v1", "kind": "Config", "current-context": "harness", "preferences": {},
+            "clusters": [{"name": "harness", "cluster": {"server": SERVER, "insecure-skip-tls-verify": True}}],
+            "users": [{"name": "harness", "user": {"token": "harness"}}],
+            "contexts": [{"name": "harness", "context": {"cluster": "harness", "user": "harness",
+                                                         "namespace": "default"}}],
+        }
+        with open(path, "x", encoding="utf-8") as f:  # (JSON is YAML: every kubeconfig reader takes it)
+            json.dump(config, f, indent=1)
+        _PATH = path
+    return _PATH
+
+
+_INSTALLED: set[str] = set()
+
+
+def install() -> None:
+    """Wrap the connection transport of httpx and of its forks that are installed (once per process)."""
+    for module in ("httpx", "httpx2"):
+        if module in _INSTALLED:
+            continue
+        try:
+            http = importlib.import_module(module)
+        except ImportError:
+            continue
+        cls = http.AsyncHTTPTransport
+        cls.handle_async_request = _routed(cls.handle_async_request)
+        _INSTALLED.add(module)
+
+
+def _routed(original: Callable[[Any, Any], Awaitable[Any]]) -> Callable[[Any, Any], Awaitable[Any]]:
+    async def handle_async_request(self: Any, request: Any) -> Any:
+        route = ROUTE.get()
+        if route is None:
+            return await original(self, request)
+        host = request.url.host
+        if host != HOST and host != os.environ.get("KUBERNETES_SERVICE_HOST", HOST):
+            raise OutsideTheCluster(
+                f"{request.method} {request.url} goes to a host other than the cluster's apiserver ({HOST}); under "
+                "the world only the apiserver exists. Serve what the operator calls from the scenario, or let the "
+                "operator skip the call when it runs under the harness")
+        return await route.handle_async_request(request)
+
+    handle_async_request.__wrapped__ = original  # type: ignore[attr-defined]
+    return handle_async_request

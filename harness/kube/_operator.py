@@ -1,0 +1,157 @@
+"""An operator as written: its own ``main``, run unmodified as a process of the world (:class:`Operator`).
+
+A production operator is an async entry point: it builds its client from the
+environment (lightkube's ``AsyncClient()``), opens its own task group (a
+list-and-watch loop per resource, a worker), waits on ``anyio.Event`` and backs
+off with ``anyio.sleep``. ``Operator(api, "app-operator", main).start()`` runs
+that ``main`` as it ships:
+
+* its client reaches this apiserver (``_http/_environment.py``): ``KUBECONFIG``
+  names the harness's kubeconfig while the run lasts, and every request of the
+  operator's tasks goes through a :class:`Transport` of its own, so each request
+  and each watch delivery is the same choice it is for ``api.transport()``;
+* every task it starts is an actor of the world and every Trio/anyio wait a
+  yield point on the virtual clock (``harness.sim._tasks``);
+* it is a process (:class:`ControllerProcess`): a ``crash`` fault point before
+  each of its requests; a crash cancels every task of the operator (its task
+  groups included), closes its watch connections and drops its memory (its
+  clients, caches and tasks: what ``main`` built), and runs ``main`` again after
+  the restart window, a new incarnation with a fresh client;
+* its standard ``logging`` records are notes of the step that logged them (on by
+  default; kept in the trace and the report, never printed).
+
+The operator's module-level state is the one thing a restart does not reset (the
+module stays imported, as it would not in a new process); an operator that keeps
+state there says so in its counterexamples.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import trio
+
+from ._apiserver import APIServer
+from ._errors import ProcessCrashed
+from ._http._environment import ROUTE, install, kubeconfig_path
+from ._http._httpx import Transport
+from ._process import ControllerProcess
+
+#: loggers of the HTTP stack that log every request at INFO: kept to warnings, so notes are the operator's own
+_TRANSPORT_LOGGERS = ("httpx", "httpx2", "httpcore", "hpack", "h11", "h2")
+
+
+class Operator:
+    """An operator's own async ``main``, run unmodified as a process of the world (see the module)."""
+
+    def __init__(
+        self,
+        api: APIServer,
+        name: str,
+        main: Callable[..., Awaitable[object]],
+        *args: Any,
+        env: Mapping[str, str] | None = None,
+        crash_faults: bool = False,
+        max_crashes: int = 1,
+        restart_after: float = 0.0,
+        restart_window: float = 2.0,
+        log: bool = True,
+        log_level: int = logging.INFO,
+        loggers: tuple[str, ...] = (),
+        max_lag: float | None = None,
+        latency: float = 0.0,
+        watch_drops: bool = False,
+        watch_ends: bool = False,
+        compactions: bool = False,
+    ) -> None:
+        """``main(*args)`` is the operator's entry point; ``env`` adds environment variables for its run.
+
+        ``crash_faults`` and the restart settings are :class:`ControllerProcess`'s
+        (``--faults crash`` enables crash points whatever the flag says);
+        ``max_lag``, ``latency`` and the watch fault flags are its watch
+        connections' (as ``api.transport()``'s). ``log``: its ``logging`` records
+        at ``log_level`` and above, of ``loggers`` (default: every logger),
+        become notes.
+        """
+        self.api = api
+        self.world = api._world
+        self.name = name
+        self.main = main
+        self.args = args
+        self.env = dict(env or {})
+        self.log = log
+        self.log_level = log_level
+        self.loggers = loggers
+        self._transport_options: dict[str, Any] = {
+            "max_lag": max_lag, "latency": latency, "watch_drops": watch_drops, "watch_ends": watch_ends,
+            "compactions": compactions,
+        }
+        #: the transport of the running incarnation (a fresh one per incarnation: a new process, new connections)
+        self.transport: Transport | None = None
+        self.process = ControllerProcess(self.world, name, self._build, crash_faults=crash_faults,
+                                         max_crashes=max_crashes, restart_after=restart_after,
+                                         restart_window=restart_window)
+        #: how ``main`` ended last: None while it runs (or never ran), "returned", "crashed"
+        self.ended: str | None = None
+
+    @property
+    def crashes(self) -> int:
+        return self.process.crashes
+
+    @property
+    def restarts(self) -> int:
+        return self.process.restarts
+
+    @property
+    def incarnation(self) -> int:
+        return self.process.incarnation
+
+    def start(self) -> Operator:
+        """Set the operator's environment for the run and start ``main`` (an actor named after the operator)."""
+        install()
+        self._set_env({"KUBECONFIG": kubeconfig_path(), **self.env})
+        if self.log:
+            self.world.capture_logging(*self.loggers, level=self.log_level)
+            self.world.capture_logging(*_TRANSPORT_LOGGERS, level=max(self.log_level, logging.WARNING))
+        self.process.start()
+        return self
+
+    def _set_env(self, env: dict[str, str]) -> None:
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+
+        def restore() -> None:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+        self.world.on_end(restore)
+
+    def _build(self, process: ControllerProcess) -> Transport:
+        transport = self.transport = Transport(self.api, self.name, **self._transport_options)
+        process.on_crash(transport.close)
+        process.spawn(self.name, self._run, daemon=True)
+        return transport
+
+    async def _run(self) -> None:
+        transport = self.transport
+        ROUTE.set(transport)  # every task main starts inherits it: their requests are this operator's
+        self.ended = None
+        crashed = False
+        with trio.CancelScope() as scope:
+            self.process.on_crash(scope.cancel)  # a crash ends every task of the operator where it waits
+            try:
+                await self.main(*self.args)
+            except* ProcessCrashed:
+                crashed = True
+        if crashed or scope.cancelled_caught:
+            self.ended = "crashed"
+            return
+        self.ended = "returned"
+        if self.world.noting:
+            self.world.note(f"{self.name}: main returned", kind="log", process=self.name)

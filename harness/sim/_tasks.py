@@ -1,0 +1,161 @@
+"""An actor's own concurrency is the world's: the Trio tasks it starts are actors, and every Trio wake-up a decision.
+
+An operator written for production opens its own task group (a list-and-watch
+loop per resource, a worker once the caches synced), waits on ``anyio.Event``
+and backs off with ``anyio.sleep``. None of that goes through the world, and
+left to Trio it would run in Trio's order (a batch is reversed at random) and on
+a clock the world does not move. Here it becomes the world's, without touching
+the operator's code, through a Trio instrument (``trio.abc.Instrument``: hooks
+Trio itself calls when a task is spawned, woken, stepped or exits):
+
+* **a task spawned in an actor's nursery is an actor** (``task_spawned``), named
+  after its parent and its function (``app-operator/watch_apps``; ``#2`` when
+  repeated), a daemon when its parent is one; its first step is an action like
+  any actor's start;
+* **a Trio-level wake-up is an action** (``task_scheduled``): when a task of an
+  actor that is not running is made runnable by Trio (an event set, a lock
+  released, a memory channel's send, a sleep's deadline, a cancellation), the
+  task is taken off Trio's run queue and held, and the actor registers
+  ``wake at <the model's line>``; the scheduler resumes it when it chooses it, by
+  putting the task back. Wake-ups registered at one decision are sorted by actor
+  (Trio breaks ties between equal deadlines by ``id()``, which differs from
+  process to process);
+* **a block at Trio level hands the turn on** (``after_task_step``): when the
+  running actor's task stops without being runnable and without waiting at a
+  harness yield point, the world dispatches the next action, as an actor that
+  yields does;
+* **time**: a raw ``trio.sleep``/``anyio.sleep``, ``fail_after`` and
+  ``move_on_after`` are Trio deadlines, and the world's clock moves to the next
+  one when nothing else is enabled (``_Time._advance``), so they run in virtual
+  time.
+
+A running actor's own reschedule (a checkpoint) and the harness's resumption of
+the chosen actor pass through untouched, as does everything once the run is
+stopping. An actor blocked on real I/O or on a worker thread cannot be scheduled
+by the world (its wake-up comes on the real clock): that is a misuse, a model
+error at the model's line. Rejected alternative: patching trio's or anyio's
+primitives (the operator's imports would have to be the harness's, and every
+primitive would need a twin); the instrument sees them all, present and future.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+import trio.lowlevel as tl
+from trio._core._run import GLOBAL_RUN_CONTEXT  # the run queue a held task is put back on
+
+from ._actors import _Actor, waiting_at
+
+if TYPE_CHECKING:
+    from ._world import World
+
+#: where in Trio a task waits when its wake-up comes from outside the world (real I/O, a worker thread)
+_OUTSIDE = {
+    "wait_readable": "real I/O (a socket)",
+    "wait_writable": "real I/O (a socket)",
+    "wait_overlapped": "real I/O",
+    "to_thread_run_sync": "a worker thread (trio.to_thread / anyio.to_thread)",
+    "run_sync_in_worker_thread": "a worker thread (anyio.to_thread)",
+}
+
+
+def task_name(task: tl.Task) -> str:
+    """The short name of a task's function (``watch_apps``), for an adopted actor's name."""
+    return task.name.rpartition(".")[2] or "task"  # Trio names a task by its function's qualified name
+
+
+def blocked_outside(task: tl.Task) -> str | None:
+    """What a blocked task waits on that only the real clock can end (I/O, a thread), or None."""
+    coro: Any = task.coro
+    for _ in range(200):
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is None:
+            break
+        what = _OUTSIDE.get(frame.f_code.co_name)
+        if what is not None:
+            return what
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return None
+
+
+class TaskAdopter(trio.abc.Instrument):
+    """The instrument that makes an actor's own Trio tasks and wake-ups the world's (installed per run)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        #: every actor's task -> its actor (the harness's actors and the adopted ones)
+        self.of_task: dict[tl.Task, _Actor] = {}
+        #: tasks Trio woke that wait, off the run queue, for their turn: registered at the next dispatch
+        self.woken: list[_Actor] = []
+        #: an exception raised inside a hook (Trio would swallow it and drop the instrument): raised after the run
+        self.failed: BaseException | None = None
+
+    # ------------------------------------------------------------------ Trio's hooks
+    def task_spawned(self, task: tl.Task) -> None:
+        nursery = task.parent_nursery
+        if nursery is None:
+            return
+        parent = self.of_task.get(nursery.parent_task)
+        if parent is None or self.world._stopping:
+            return
+        try:
+            self.world._adopt(task, parent, task_name(task))
+        except BaseException as exc:  # an instrument's exception is swallowed by Trio: keep it for the run
+            self.failed = exc
+
+    def task_scheduled(self, task: tl.Task) -> None:
+        actor = self.of_task.get(task)
+        if actor is None:
+            return
+        w = self.world
+        if actor is w._current or w._stopping or actor.done:
+            return  # the harness resumed it, or it rescheduled itself (a checkpoint), or the run is ending
+        runq = GLOBAL_RUN_CONTEXT.runner.runq
+        if runq and runq[-1] is task:
+            runq.pop()
+        else:
+            runq.remove(task)
+        actor.trio_blocked = False
+        actor.held = True
+        self.woken.append(actor)
+        if w._advancing and w._advance_scope is not None:
+            w._advance_scope.cancel()  # something is enabled now: time stops here
+
+    def after_task_step(self, task: tl.Task) -> None:
+        actor = self.of_task.get(task)
+        if actor is None:
+            return
+        w = self.world
+        if actor.done:
+            del self.of_task[task]
+        if actor is not w._current or w._stopping or w._ended:
+            return
+        if actor.done:
+            if not actor.adopted:
+                return  # a harness actor hands off in its own code (_run_actor) before it ends
+        elif task._next_send_fn is not None or actor.waiting or actor.task_parked or actor.go:
+            return  # it continues (a checkpoint), or it waits at a harness yield point (it handed off)
+        try:
+            w._blocked_in_trio(actor)
+        except BaseException as exc:
+            self.failed = exc
+            w._fail("interrupted", type(exc).__name__, f"{type(exc).__name__} while scheduling: {exc}", actor)
+            w._wake_controller()
+
+    def task_exited(self, task: tl.Task) -> None:
+        actor = self.of_task.get(task)
+        if actor is not None and actor.adopted:
+            actor.done = True
+            actor.waiting = False
+            actor.held = False
+            actor.trio_blocked = False
+
+    # ------------------------------------------------------------------ the world's side
+    def wake_label(self, actor: _Actor) -> str:
+        """``wake at operator.py:41 in run (await ready.wait())``: where the woken task resumes, in the model's words."""
+        if not actor.started:
+            return f"start {actor.name}"
+        at = waiting_at(actor.task)
+        return f"wake at {at}" if at else "wake"
