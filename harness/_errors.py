@@ -9,6 +9,7 @@ its message ends with what to do about it::
      +-- ReplayDivergence    a saved trace no longer matches the scenario it replays
      +-- SimulationError     misuse of the runtime from inside a scenario
           +-- NotInSimulation  a harness primitive awaited outside a running World
+          +-- OutsideTheCluster  an operator's request to a host the world does not serve
 
 Verdicts of a run (oracle violated, deadlock, runaway, ...) are *results*, not
 exceptions: they are :class:`harness.Violation` values carried by a counterexample.
@@ -43,3 +44,7 @@ class SimulationError(HarnessError):
 
 class NotInSimulation(SimulationError):
     """A harness primitive was used outside a running :class:`World`."""
+
+
+class OutsideTheCluster(SimulationError):
+    """An operator's request to a host other than the cluster's apiserver: nothing else exists under the world."""

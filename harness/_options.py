@@ -83,10 +83,11 @@ FAULT_KINDS = (
 #: what places each kind's fault points in a model, said when a search asked for a kind no run met
 #: ("--faults all" on a model without a ControllerProcess has no crash point: it is not clean under crashes)
 FAULT_POINTS_COME_FROM = {
-    "crash": "no ControllerProcess",
+    "crash": "no ControllerProcess or Operator",
     "transient_error": "no apiserver request",
     "ambiguous_write": "no write's response from the apiserver",
-    "stale_read": "no direct list at resourceVersion 0 and no informer's first LIST with an older revision",
+    "stale_read": "no LIST at resourceVersion 0 (a model's, or a real client's) and no informer's first LIST "
+                  "with an older revision (a LIST without a resourceVersion is a consistent read)",
     "watch_drop": "no informer watch delivered an event",
     "watch_end": "no informer watch delivered an event",
     "compaction": "no informer re-watched after a drop",

@@ -278,9 +278,9 @@ def model_error_of(violation: Violation | None) -> str | None:
     if violation.kind == "blocked-outside":
         m = _OUTSIDE.search(violation.message)
         at = f" at {m['at']}" if m is not None and m["at"] else ""
-        return (f"actor '{violation.actor or MAIN_ACTOR}' was blocked outside the harness{at} (a raw trio.sleep, "
-                "trio.Event, memory channel or real I/O): the harness cannot schedule it; use world.sleep, "
-                "world.Event(), world.Queue() or world.step")
+        return (f"actor '{violation.actor or MAIN_ACTOR}' was blocked outside the harness{at} (real I/O, a thread, "
+                "a wait the world cannot see): the harness cannot schedule it; talk to the apiserver through a "
+                "client the world serves, and wait on trio/anyio primitives or the world's")
     if violation.kind in ("no-yield", "misuse"):  # a loop with no yield point, asyncio in Trio code, a task the
         return violation.message  # world does not schedule: the model's, whichever actor met it
     if violation.actor != MAIN_ACTOR:

@@ -85,7 +85,7 @@ __all__ = [
     "FOREGROUND_FINALIZER", "KRUISE_EXPECTATION_TIMEOUT", "MODIFIED", "ORPHAN_FINALIZER", "APIServer",
     "AlreadyExists", "ApiError", "Backoff", "BucketRateLimiter", "Conflict", "Controller", "ControllerExpectations",
     "ControllerProcess", "DeletedFinalStateUnknown", "GarbageCollector", "Informer", "Invalid", "Kubelet",
-    "ItemExponentialFailureRateLimiter", "KubeObject", "Lister", "MaxOfRateLimiter", "NotFound", "OwnerReference",
+    "ItemExponentialFailureRateLimiter", "KubeObject", "Lister", "MaxOfRateLimiter", "NotFound", "Operator", "OwnerReference",
     "ProcessCrashed", "RateLimiter", "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout",
     "Gone", "ShutDown", "Timeout", "TooLargeResourceVersion", "UpdateExpectations", "WatchEvent", "WorkQueue",
     "controller_ref", "copy_json", "default_controller_rate_limiter", "merge_patch", "retry_on_conflict",

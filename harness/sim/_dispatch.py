@@ -439,7 +439,7 @@ class _Dispatch(_RunState):
                 self._fire(target)
                 continue
             actor: _Actor = target  # type: ignore[assignment]
-            label = f"deadline expired during '{actor.label}'" if actor.cancel_pending else actor.label
+            label = f"cancelled during '{actor.label}'" if actor.cancel_pending else actor.label  # (a deadline, a crash)
             self._records.append((self._step, now, actor.name, label, actor.key, actor.rv, idx, size, "run", instead))
             if self._continues is not None:  # program order, for a story: a step continues what its actor did
                 prev = self._last_step_of.get(actor.name)

@@ -81,7 +81,7 @@ def _asyncio_call(exc: BaseException) -> str | None:
 
 def misuse(exc: BaseException, actor: str) -> str | None:
     """The model error an exception stands for (what happened, where, what to do), or None for a finding."""
-    from .._errors import NotInSimulation
+    from .._errors import NotInSimulation, OutsideTheCluster
 
     at = model_line(exc)
     where = f" at {at}" if at else ""
@@ -89,6 +89,8 @@ def misuse(exc: BaseException, actor: str) -> str | None:
         return (f"{actor} awaited the harness from a task the world does not schedule{where}: {exc} A task "
                 "the world cannot see (a Trio system task, a nursery no actor opened) is not an actor; start each "
                 "concurrent loop with world.spawn(...) or in an actor's own nursery or task group")
+    if isinstance(exc, OutsideTheCluster):
+        return f"{actor} made a request the world does not serve{where}: {exc}"
     text = str(exc)
     call = _asyncio_call(exc)
     if isinstance(exc, RuntimeError) and ("no running event loop" in text or "no current event loop" in text

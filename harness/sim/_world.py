@@ -41,12 +41,15 @@ the run. When no Trio deadline lies at or before the target, it sets the clock
 (most jumps: the Trio round trip was over a quarter of some runs). Otherwise time
 moves by ``trio.sleep_until`` under :class:`VirtualClock`, which
 jumps straight to the earliest Trio deadline *only while the controller is
-advancing time*; that way ``trio.move_on_after``/``fail_after`` inside an actor
-expire in virtual time, while a raw ``trio.sleep`` inside an actor (a block
-outside the harness) does not silently move time: the clock refuses to jump,
-Trio goes idle, and a ``wait_all_tasks_blocked`` watcher turns it into the
-"blocked outside the harness" verdict. (``MockClock(autojump_threshold=0)`` was
-rejected: it busy-spins when everything is blocked without a deadline.)
+advancing time*; that way ``trio.move_on_after``/``fail_after`` and a raw
+``trio.sleep``/``anyio.sleep`` inside an actor expire in virtual time, at the
+instant the world moves to when nothing else is enabled (an actor's own Trio
+tasks and wake-ups are the world's: ``_tasks``). A task that waits on what only
+the real clock ends (real I/O, a worker thread) is a misuse; if anything else
+leaves Trio idle while the controller is not advancing, a
+``wait_all_tasks_blocked`` watcher turns it into the "blocked outside the
+harness" verdict. (``MockClock(autojump_threshold=0)`` was rejected: it
+busy-spins when everything is blocked without a deadline.)
 
 Canonical order: the enabled set is sorted oldest-waiting first, ties by
 registration order; a choice is an absolute index into it, so choice 0 is the
@@ -342,10 +345,10 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
             self._fail(
                 "blocked-outside",
                 "blocked outside the harness",
-                f"actor '{who}' is blocked on something the harness does not control (a raw trio.sleep, "
-                f"trio.Event, memory channel or real I/O){f' at {where}' if where else ''} at t={self.now:g}. "
-                "Use world.sleep, world.Event(), world.Queue(), world.Lock() or world.step so the harness can "
-                "schedule it.",
+                f"actor '{who}' is blocked on something the harness does not control (real I/O, a thread, a "
+                f"wait the world cannot see){f' at {where}' if where else ''} at t={self.now:g}. Talk to the "
+                "apiserver through a client the world serves, and wait on trio/anyio primitives or the world's "
+                "(world.sleep, world.Event(), world.Queue()) so the harness can schedule it.",
                 self._current,
             )
             self._wake_controller()

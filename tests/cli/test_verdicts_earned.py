@@ -33,13 +33,15 @@ async def main_waits_forever(world: h.World, *, fixed: bool = False) -> None:
 
 
 @h.scenario
-async def main_sleeps_raw(world: h.World, *, fixed: bool = False) -> None:
-    """main blocks on a raw trio.sleep: the harness cannot schedule it."""
+async def main_reads_a_socket(world: h.World, *, fixed: bool = False) -> None:
+    """main blocks on real I/O: its wake-up comes on the real clock, which the harness cannot schedule."""
     async def controller() -> None:
         await world.step("reconcile")
 
     world.spawn("ctrl", controller)
-    await trio.sleep(5)
+    a, b = trio.socket.socketpair()
+    with a, b:
+        await a.recv(1)
 
 
 @h.scenario
@@ -100,11 +102,11 @@ def test_main_deadlock_is_a_model_error_not_found(models: Path) -> None:
 
 
 def test_main_blocked_outside_harness_is_a_model_error(models: Path) -> None:
-    row = _row(run_cli("hunt", "models.py:main_sleeps_raw", "--variant", "buggy", "--expect", "violation", "--json",
-                       "--report-dir", "out", cwd=models))
+    row = _row(run_cli("hunt", "models.py:main_reads_a_socket", "--variant", "buggy", "--expect", "violation",
+                       "--json", "--report-dir", "out", cwd=models))
     assert (row["verdict"], row["found"], row["expected"]) == ("model-error", False, False)
-    assert "blocked outside the harness at models.py:" in str(row["model_error"])
-    assert "await trio.sleep(5)" in str(row["model_error"])
+    assert "main waits on real I/O (a socket) at models.py:" in str(row["model_error"])
+    assert "await a.recv(1)" in str(row["model_error"])
 
 
 def test_same_deadlock_in_both_variants_is_a_model_error(models: Path) -> None:

@@ -191,8 +191,9 @@ def test_a_request_outside_the_cluster_is_a_model_error() -> None:
         await world.sleep(1)
 
     out = run_once(scenario, ReplayChooser([]))
-    assert out.violation is not None and out.violation.kind == "actor-raised"
-    assert "OutsideTheCluster" in out.violation.message and "https://example.com/" in out.violation.message
+    assert out.violation is not None and out.violation.kind == "misuse", out.violation
+    said = model_error_of(out.violation)
+    assert said is not None and "https://example.com/" in said and "(await client.get(\"https://example.com/\")" in said
 
 
 def _crash_run(seed: int) -> h.sim.RunOutcome:  # type: ignore[name-defined]
@@ -210,7 +211,7 @@ def test_operator_crash_cancels_every_task_and_restarts_main() -> None:
     after = {r.actor for r in out.trace if r.step > crashed_at}
     # every task of the first incarnation ends at the crash (each unwinds, none makes a request after it)
     requests_after = [r for r in out.trace if r.step > crashed_at and r.actor in first and r.kind == "run"
-                      and not r.label.startswith(("wake at", "deadline expired"))]
+                      and not r.label.startswith(("wake at", "cancelled during"))]
     assert requests_after == [], requests_after
     # and main runs again: a second incarnation with its own tasks, which finishes the work
     assert {"cm-operator#2", "cm-operator#2/watch", "cm-operator#2/worker", "cm-operator#2/worker#2"} <= after

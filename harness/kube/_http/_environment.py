@@ -29,7 +29,6 @@ schedule). A request an operator sends to another host is refused with
 from __future__ import annotations
 
 import atexit
-import importlib
 import json
 import os
 import shutil
@@ -37,6 +36,8 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any, Protocol
+
+from ..._errors import OutsideTheCluster
 
 #: the apiserver's address in the harness's kubeconfig (``.invalid``: a name that resolves nowhere, RFC 2606)
 HOST = "kube-apiserver.harness.invalid"
@@ -49,10 +50,6 @@ class _Routes(Protocol):
 
 #: the transport of the operator whose task makes the request (None: not an operator's task)
 ROUTE: ContextVar[_Routes | None] = ContextVar("harness_kube_operator_route", default=None)
-
-
-class OutsideTheCluster(Exception):
-    """An operator's request to a host other than the cluster's apiserver: nothing else exists under the world."""
 
 
 _PATH: str | None = None
@@ -81,18 +78,32 @@ def kubeconfig_path() -> str:
 _INSTALLED: set[str] = set()
 
 
+def _clients() -> list[Any]:
+    """httpx and its fork httpx2 (lightkube 1.x), those of them that are installed."""
+    found: list[Any] = []
+    try:
+        import httpx
+    except ImportError:
+        pass
+    else:
+        found.append(httpx)
+    try:
+        import httpx2  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        pass
+    else:
+        found.append(httpx2)
+    return found
+
+
 def install() -> None:
     """Wrap the connection transport of httpx and of its forks that are installed (once per process)."""
-    for module in ("httpx", "httpx2"):
-        if module in _INSTALLED:
-            continue
-        try:
-            http = importlib.import_module(module)
-        except ImportError:
+    for http in _clients():
+        if http.__name__ in _INSTALLED:
             continue
         cls = http.AsyncHTTPTransport
         cls.handle_async_request = _routed(cls.handle_async_request)
-        _INSTALLED.add(module)
+        _INSTALLED.add(http.__name__)
 
 
 def _routed(original: Callable[[Any, Any], Awaitable[Any]]) -> Callable[[Any, Any], Awaitable[Any]]:
