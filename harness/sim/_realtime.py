@@ -55,6 +55,7 @@ from ._actors import MAIN_ACTOR, _Actor, _call_with_params, waiting_at
 from ._driver import run_trio
 from ._oracles import _Eventually, holds
 from ._outcome import Limits, RunOutcome, Violation
+from ._tasks import sleeping, task_name
 from ._time import TICKS_PER_SECOND, TimerHandle, to_ns
 from ._world import World
 
@@ -146,9 +147,33 @@ class RealTime:
 
     def me(self) -> _Actor | None:
         try:
-            return self._by_task.get(tl.current_task())
+            task = tl.current_task()
         except RuntimeError:
             return None
+        actor = self._by_task.get(task)
+        return actor if actor is not None else self._adopted(task)
+
+    def _adopted(self, task: tl.Task) -> _Actor | None:
+        """A task an actor started in its own nursery or task group is an actor here too (Trio schedules it)."""
+        nursery = task.parent_nursery
+        parent = self._by_task.get(nursery.parent_task) if nursery is not None else None
+        if parent is None and nursery is not None and nursery.parent_task is not task:
+            parent = self._adopted(nursery.parent_task)
+        if parent is None:
+            return None
+        w = self.world
+        base = name = f"{parent.name}/{task_name(task)}"
+        n = 1
+        while name in w._by_name:
+            n += 1
+            name = f"{base}#{n}"
+        actor = _Actor(name, len(w._actors), parent.daemon)
+        actor.task = task
+        actor.adopted = True
+        w._actors.append(actor)
+        w._by_name[name] = actor
+        self._by_task[task] = actor
+        return actor
 
     def wake(self) -> None:
         self._changed.unpark_all()
@@ -315,10 +340,14 @@ class RealTime:
             if w._stopping:
                 return
             if self._timed == 0:
-                break
+                if not any(a.task is not None and not (a.done or a.waiting) and sleeping(a.task) for a in w._actors):
+                    break
+                await trio.sleep(0.01)  # an actor's raw trio/anyio sleep is pending: it will wake
+                continue
             await self._tick.park()
         live = [a for a in w._actors if not a.done]
-        outside = [a for a in live if not a.waiting]
+        # (an operator's own task that waits at Trio level for ever, a daemon's loop, waits for work like an idle one)
+        outside = [a for a in live if not a.waiting and not (a.adopted and a.daemon)]
         blocked = [a for a in live if a.waiting and not (a.daemon and a.idle)]
         if outside:
             a = next((b for b in outside if b.name == MAIN_ACTOR), outside[0])

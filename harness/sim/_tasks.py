@@ -40,6 +40,7 @@ primitive would need a twin); the instrument sees them all, present and future.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -80,30 +81,69 @@ def blocked_outside(task: tl.Task) -> str | None:
     return None
 
 
+def sleeping(task: tl.Task) -> bool:
+    """Whether a blocked task is in a raw ``trio.sleep``/``anyio.sleep`` (its deadline will wake it)."""
+    coro: Any = task.coro
+    for _ in range(200):
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is None:
+            break
+        if frame.f_code.co_name == "sleep_until":
+            return True
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return False
+
+
+class SpawnHook(trio.abc.Instrument):
+    """The one hook every run keeps: a task spawned in an actor's nursery installs the adopter and is adopted."""
+
+    def __init__(self, adopter: TaskAdopter) -> None:
+        self.adopter = adopter
+
+    def task_spawned(self, task: tl.Task) -> None:
+        nursery = task.parent_nursery
+        if nursery is None:
+            return
+        adopter = self.adopter
+        parent = adopter.of_task.get(nursery.parent_task)
+        if parent is None or adopter.world._stopping:
+            return
+        try:
+            adopter.install()
+            adopter.world._adopt(task, parent, task_name(task))
+        except BaseException as exc:  # an instrument's exception is swallowed by Trio: keep it for the run
+            adopter.failed = exc
+
+
 class TaskAdopter(trio.abc.Instrument):
-    """The instrument that makes an actor's own Trio tasks and wake-ups the world's (installed per run)."""
+    """The instrument that makes an actor's own Trio tasks and wake-ups the world's.
+
+    Installed only once a run needs it (its first task spawned in an actor's
+    nursery, or its first block at Trio level, which leaves Trio idle: the
+    world's watcher sees it): a model that never leaves the harness's own
+    primitives pays for no hook at all (``bench/``: the ratio with and without).
+    """
 
     def __init__(self, world: World) -> None:
         self.world = world
-        #: every actor's task -> its actor (the harness's actors and the adopted ones)
+        #: every actor's task -> its actor (the harness's actors and the adopted ones); kept from the run's start
         self.of_task: dict[tl.Task, _Actor] = {}
         #: tasks Trio woke that wait, off the run queue, for their turn: registered at the next dispatch
         self.woken: list[_Actor] = []
         #: an exception raised inside a hook (Trio would swallow it and drop the instrument): raised after the run
         self.failed: BaseException | None = None
+        self.installed = False
 
-    # ------------------------------------------------------------------ Trio's hooks
-    def task_spawned(self, task: tl.Task) -> None:
-        nursery = task.parent_nursery
-        if nursery is None:
-            return
-        parent = self.of_task.get(nursery.parent_task)
-        if parent is None or self.world._stopping:
-            return
-        try:
-            self.world._adopt(task, parent, task_name(task))
-        except BaseException as exc:  # an instrument's exception is swallowed by Trio: keep it for the run
-            self.failed = exc
+    def install(self) -> None:
+        if not self.installed:
+            self.installed = True
+            tl.add_instrument(self)
+
+    def remove(self) -> None:
+        if self.installed:
+            self.installed = False
+            with contextlib.suppress(KeyError):  # (Trio drops an instrument whose hook raised)
+                tl.remove_instrument(self)
 
     def task_scheduled(self, task: tl.Task) -> None:
         actor = self.of_task.get(task)

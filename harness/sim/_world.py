@@ -78,7 +78,7 @@ from ._oracles import _Eventually, _Oracles
 from ._outcome import Limits, RunOutcome, Violation
 from ._primitives import Event, Lock, Queue
 from ._primitives import Queue as _Queue  # in the class body of World, "Queue" is its method
-from ._tasks import TaskAdopter
+from ._tasks import SpawnHook, TaskAdopter
 from ._time import NEVER, TimerHandle, _Time, to_ns
 from ._trace import Access, Note, Record, Trace
 from ._watchdog import NoYield, Watch, arm, disarm
@@ -109,6 +109,9 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
     #: ``trio.sleep_until``, the older and slower path; the bench compares the two, tests pin that
     #: both give the same traces)
     _direct_time = True
+    #: adopt the actors' own Trio tasks and hold their Trio wake-ups (``_tasks``); False only for the bench's ratio
+    #: of what the instrument costs a model that starts no task of its own
+    _adopt_tasks = True
 
     def __init__(
         self,
@@ -256,8 +259,10 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
             return
         self._controller = tl.current_task()
         self._watch = arm(self._progress, self._running)
-        adopter = self._adopter = TaskAdopter(self)
-        tl.add_instrument(adopter)
+        adopter = self._adopter = TaskAdopter(self) if self._adopt_tasks else None
+        spawns = SpawnHook(adopter) if adopter is not None else None
+        if spawns is not None:
+            tl.add_instrument(spawns)
         try:
             try:
                 async with trio.open_nursery() as nursery:
@@ -277,11 +282,13 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
             self._no_yield(self._running(), "an oracle or timer callback", None)
         finally:
             disarm(self._watch)
-            with contextlib.suppress(KeyError):  # (Trio drops an instrument whose hook raised)
-                tl.remove_instrument(adopter)
+            if adopter is not None and spawns is not None:
+                adopter.remove()
+                with contextlib.suppress(KeyError):  # (Trio drops an instrument whose hook raised)
+                    tl.remove_instrument(spawns)
             self._release_logging()  # the loggers it captured, as it found them, however the run ended
             self._run_on_end()
-        if adopter.failed is not None and self._reraise is None:
+        if adopter is not None and adopter.failed is not None and self._reraise is None:
             self._reraise = adopter.failed  # the harness's own error, never a verdict about the model
 
     def on_end(self, fn: Callable[[], object]) -> None:
@@ -338,6 +345,14 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
             await trio.testing.wait_all_tasks_blocked()
             if self._advancing or self._stopping:
                 await trio.sleep(0)
+                continue
+            current, adopter = self._current, self._adopter
+            if adopter is not None and not adopter.installed and current is not None and current.task is not None \
+                    and not (current.done or current.waiting or current.task_parked or current.go):
+                # the run's first block at Trio level (a raw sleep, an event): from now on the adopter holds
+                # every Trio wake-up, and the blocked actor hands the turn on as if it had yielded
+                adopter.install()
+                self._blocked_in_trio(current)
                 continue
             who = self._current.name if self._current is not None else MAIN_ACTOR
             task = self._current.task if self._current is not None else None

@@ -195,7 +195,7 @@ def test_faults_all_names_kinds_without_points(models: Path) -> None:
     row = _row(run_cli("hunt", "models.py:residual", "--variant", "buggy", "--faults", "all", "--strategy", "random",
                        "--budget", "20", "--json", "--report-dir", "out", cwd=models))
     missing = row["faults_without_points"]
-    assert isinstance(missing, list) and "crash: no ControllerProcess" in missing
+    assert isinstance(missing, list) and "crash: no ControllerProcess or Operator" in missing
     assert any(m.startswith("stale_read:") for m in missing)
     # the kinds a model has points for are not listed
     example = Path(__file__).resolve().parents[2] / "examples" / "sieve_unobserved_state.py"

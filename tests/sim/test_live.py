@@ -303,6 +303,8 @@ async def _use_every_public_name(world: World) -> None:
     got["outcome"] = callable(world.outcome)  # the driver's call, after the run
     got["state"] = True
     got["fail"] = callable(world.fail)  # used below, in its own run
+    world.on_end(lambda: None)
+    got["on_end"] = True
 
 
 def test_live_and_virtual_worlds_have_one_api() -> None:
