@@ -51,6 +51,16 @@ class _Dispatch(_RunState):
         """
         if self._nursery is None:
             raise RuntimeError("World.spawn() is only available while the world runs")
+        actor = self._new_actor(name, daemon)
+        name = actor.name
+        if self._real is None:
+            actor.abort_fn = lambda _rc: self._abort(actor)
+            self._register(actor, f"start {name}", None, None, None, self._now_ns)
+        self._nursery.start_soon(self._run_actor, actor, fn, args, name=name)
+        return name
+
+    def _new_actor(self, name: str, daemon: bool) -> _Actor:
+        """A new entry in the actor table, under ``name`` or, when taken, ``name#2``, ``name#3``..."""
         base, n = name, 1
         while name in self._by_name:
             n += 1
@@ -58,28 +68,23 @@ class _Dispatch(_RunState):
         actor = _Actor(name, len(self._actors), daemon)
         self._actors.append(actor)
         self._by_name[name] = actor
-        if self._real is None:
-            actor.abort_fn = lambda _rc: self._abort(actor)
-            self._register(actor, f"start {name}", None, None, None, self._now_ns)
-        self._nursery.start_soon(self._run_actor, actor, fn, args, name=name)
-        return name
+        return actor
 
-    def _adopt(self, task: tl.Task, parent: _Actor, fn_name: str) -> None:
-        """A Trio task started in ``parent``'s own nursery or task group becomes an actor (see ``_tasks``)."""
-        base = name = f"{parent.name}/{fn_name}"
-        n = 1
-        while name in self._by_name:
-            n += 1
-            name = f"{base}#{n}"
-        actor = _Actor(name, len(self._actors), parent.daemon)
+    def _adopt(self, task: tl.Task, parent: _Actor, fn_name: str) -> _Actor:
+        """A Trio task started in ``parent``'s own nursery or task group becomes an actor (see ``_tasks``).
+
+        Named after its parent and its function (``app-operator/worker``), a daemon when its parent is one.
+        """
+        actor = self._new_actor(f"{parent.name}/{fn_name}", parent.daemon)
         actor.task = task
         actor.adopted = True
+        if self._real is not None:
+            return actor  # Trio schedules it: it starts at once
         actor.started = False
         actor.abort_fn = lambda _rc: self._abort(actor)
-        self._actors.append(actor)
-        self._by_name[name] = actor
         assert self._adopter is not None
         self._adopter.of_task[task] = actor
+        return actor
 
     def _blocked_in_trio(self, actor: _Actor) -> None:
         """The running actor stopped at Trio level (a trio/anyio primitive, a raw sleep) or ended: the next one runs."""

@@ -161,17 +161,7 @@ class RealTime:
             parent = self._adopted(nursery.parent_task)
         if parent is None:
             return None
-        w = self.world
-        base = name = f"{parent.name}/{task_name(task)}"
-        n = 1
-        while name in w._by_name:
-            n += 1
-            name = f"{base}#{n}"
-        actor = _Actor(name, len(w._actors), parent.daemon)
-        actor.task = task
-        actor.adopted = True
-        w._actors.append(actor)
-        w._by_name[name] = actor
+        actor = self.world._adopt(task, parent, task_name(task))
         self._by_task[task] = actor
         return actor
 
