@@ -139,38 +139,26 @@ class _Dispatch(_RunState):
             msg = f"assertion failed in actor '{actor.name}' at {at}: {exc}"
             self._fail("oracle", f"assertion in {actor.name}", msg, actor)
         except Exception as raised:
-            err = ending(raised)  # a task group's exception group: the exception that ended it
-            words = misuse(err, actor.name)
-            if words is not None:  # the harness misused: the model's error at its line, never a finding
-                self._fail("misuse", f"misuse in {actor.name}", words, actor)
-            elif isinstance(err, AssertionError):
-                self._fail("oracle", f"assertion in {actor.name}",
-                           f"assertion failed in actor '{actor.name}' at {where(err)}: {err}", actor)
-            else:
-                self._fail(
-                    "actor-raised",
-                    f"{type(err).__name__} in {actor.name}",
-                    f"actor '{actor.name}' raised {type(err).__name__}: {err} (at {where(err)}). "
-                    "Fix the model, or catch the error where the upstream code does.",
-                    actor,
-                )
+            self._raised(actor, ending(raised))  # a task group's exception group: the exception that ended it
         except NoYield as exc:  # the watchdog: this actor ran past its bound without a yield point
             self._no_yield(actor.name, where(exc), actor)
+        except BaseExceptionGroup as group:  # an own task group's, with cancellations in it
+            err = ending(group)
+            if isinstance(err, trio.Cancelled):  # every task of it cancelled: as one cancellation
+                if not self._stopping:
+                    self._fail("actor-raised", actor.name,
+                               f"actor '{actor.name}' was cancelled outside any cancel scope it opened", actor)
+                raise
+            if isinstance(err, Exception):
+                self._raised(actor, err)
+            elif isinstance(err, NoYield):
+                self._no_yield(actor.name, where(err), actor)
+            else:
+                self._interrupted_by(actor, err)
         except BaseException as exc:
             if real is not None:
                 raise  # KeyboardInterrupt: the real-clock driver ends the run
-            # KeyboardInterrupt, SystemExit, or a control-flow exception of the
-            # code driving us (Hypothesis' StopTest): end the run cleanly, then
-            # re-raise it from run_once() outside Trio.
-            self._reraise = exc
-            self._interrupted = isinstance(exc, KeyboardInterrupt)
-            self._fail(
-                "interrupted",
-                type(exc).__name__,
-                f"{type(exc).__name__} inside actor '{actor.name}' at step {self._step}; the run stopped there. "
-                "Results found before it are kept; re-run with the same seed to continue.",
-                actor,
-            )
+            self._interrupted_by(actor, exc)
         finally:
             actor.done = True
             actor.waiting = False
@@ -183,6 +171,36 @@ class _Dispatch(_RunState):
                 self._reraise = exc
                 self._fail("interrupted", type(exc).__name__, f"{type(exc).__name__} while scheduling", actor)
                 self._wake_controller()
+
+    def _raised(self, actor: _Actor, err: BaseException) -> None:
+        """An actor ended with ``err``: a misuse (a model error at its line), an assertion, or a finding."""
+        words = misuse(err, actor.name)
+        if words is not None:  # the harness misused: the model's error at its line, never a finding
+            self._fail("misuse", f"misuse in {actor.name}", words, actor)
+        elif isinstance(err, AssertionError):
+            self._fail("oracle", f"assertion in {actor.name}",
+                       f"assertion failed in actor '{actor.name}' at {where(err)}: {err}", actor)
+        else:
+            self._fail(
+                "actor-raised",
+                f"{type(err).__name__} in {actor.name}",
+                f"actor '{actor.name}' raised {type(err).__name__}: {err} (at {where(err)}). "
+                "Fix the model, or catch the error where the upstream code does.",
+                actor,
+            )
+
+    def _interrupted_by(self, actor: _Actor, exc: BaseException) -> None:
+        """KeyboardInterrupt, SystemExit, or a control-flow exception of the code driving us (Hypothesis'
+        StopTest): end the run cleanly, then re-raise it from run_once() outside Trio."""
+        self._reraise = exc
+        self._interrupted = isinstance(exc, KeyboardInterrupt)
+        self._fail(
+            "interrupted",
+            type(exc).__name__,
+            f"{type(exc).__name__} inside actor '{actor.name}' at step {self._step}; the run stopped there. "
+            "Results found before it are kept; re-run with the same seed to continue.",
+            actor,
+        )
 
     def _register(
         self,

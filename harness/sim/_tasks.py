@@ -54,6 +54,8 @@ if TYPE_CHECKING:
 
 #: where in Trio a task waits when its wake-up comes from outside the world (real I/O, a worker thread)
 _OUTSIDE = {
+    "_run_process": "a child process (trio.run_process)",
+    "open_process": "a child process (trio.lowlevel.open_process)",
     "wait_readable": "real I/O (a socket)",
     "wait_writable": "real I/O (a socket)",
     "wait_overlapped": "real I/O",
@@ -142,7 +144,8 @@ class TaskAdopter(trio.abc.Instrument):
     def remove(self) -> None:
         if self.installed:
             self.installed = False
-            with contextlib.suppress(KeyError):  # (Trio drops an instrument whose hook raised)
+            # (Trio drops an instrument whose hook raised; a run torn down from outside has no Trio context left)
+            with contextlib.suppress(KeyError, RuntimeError):
                 tl.remove_instrument(self)
 
     def task_scheduled(self, task: tl.Task) -> None:

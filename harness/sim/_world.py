@@ -284,7 +284,7 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
             disarm(self._watch)
             if adopter is not None and spawns is not None:
                 adopter.remove()
-                with contextlib.suppress(KeyError):  # (Trio drops an instrument whose hook raised)
+                with contextlib.suppress(KeyError, RuntimeError):  # (as TaskAdopter.remove)
                     tl.remove_instrument(spawns)
             self._release_logging()  # the loggers it captured, as it found them, however the run ended
             self._run_on_end()
