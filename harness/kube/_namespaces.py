@@ -13,8 +13,13 @@ does: it deletes every object in the namespace (background propagation), waits w
 with finalizers, a Pod in its grace period), then removes ``kubernetes`` from ``spec.finalizers`` (the
 ``/finalize`` subresource), and the apiserver removes the Namespace.
 
+:func:`lifecycle_refusal` is the NamespaceLifecycle admission plugin's part that holds here
+(``plugin/pkg/admission/namespace/lifecycle/admission.go``): ``default``, ``kube-system`` and ``kube-public`` may
+not be deleted, and nothing new is created in a Terminating namespace.
+
 Not modelled: the ``NamespaceDeletionDiscoveryFailure``/``NamespaceContentRemaining`` conditions, and the
-NamespaceLifecycle admission that refuses creates in a Terminating namespace.
+admission's 404 for a create in a namespace that does not exist (a served scenario's objects often live in
+namespaces it never created as objects).
 """
 
 from __future__ import annotations
@@ -48,6 +53,21 @@ def prepare_namespace(obj: KubeObject) -> None:
         finalizers.append(NAMESPACE_FINALIZER)
     obj.spec = {**obj.spec, "finalizers": finalizers}
     obj.status = {**obj.status, "phase": "Active"}
+
+
+#: ``lifecycle.immortalNamespaces``: the namespaces a DELETE is refused for
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
+
+
+def lifecycle_refusal(api: APIServer, verb: str, kind: str, namespace: str, name: str) -> str | None:
+    """Why the NamespaceLifecycle admission forbids this request (the reason of its 403), or None."""
+    if verb == "delete" and kind == "Namespace" and name in IMMORTAL_NAMESPACES:
+        return "this namespace may not be deleted"
+    if verb == "create" and namespace:
+        ns = api._store.get("Namespace", {}).get(namespace)
+        if ns is not None and ns.deletion_timestamp is not None:
+            return f"unable to create new content in namespace {namespace} because it is being terminated"
+    return None
 
 
 async def ensure_system_namespaces(api: APIServer) -> None:

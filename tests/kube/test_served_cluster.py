@@ -26,7 +26,7 @@ async def status(handler: APIHandler, method: str, path: str) -> int:
     return (await handler.handle(method, path, {}, b"", "t")).code
 
 
-def test_serve_has_default_namespaces_only_when_served() -> None:
+def test_serve_has_default_namespaces() -> None:
     """``pkg/controlplane/controller/systemnamespaces`` creates kube-system, kube-public and kube-node-lease, and
     the bootstrap controller (``controller/kubernetesservice``) ``default``; each Active with the ``kubernetes``
     spec finalizer (``namespace/strategy.go`` ``PrepareForCreate``). A model's apiserver stays empty: its runs and
@@ -50,7 +50,9 @@ def test_namespace_deletion_deletes_its_objects() -> None:
     """``namespace/storage/storage.go`` ``Delete``: a Namespace with spec finalizers is only marked (deletionTimestamp,
     ``status.phase: Terminating``); ``pkg/controller/namespace/deletion/namespaced_resources_deleter.go`` ``Delete``
     removes every object in it, waits while one remains (here a ConfigMap's finalizer), then finalizes (spec
-    finalizers emptied) and the apiserver removes the Namespace. Objects of other namespaces stay."""
+    finalizers emptied) and the apiserver removes the Namespace. Objects of other namespaces stay. The
+    NamespaceLifecycle admission (``plugin/pkg/admission/namespace/lifecycle/admission.go``) forbids a create in a
+    Terminating namespace and the deletion of ``default``."""
     seen: dict[str, Any] = {}
 
     async def scenario(world: h.World) -> None:
@@ -64,6 +66,11 @@ def test_namespace_deletion_deletes_its_objects() -> None:
                    {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})
         marked = await call(handler, "DELETE", "/api/v1/namespaces/team")
         seen["marked"] = (marked["status"], marked["spec"], "deletionTimestamp" in marked["metadata"])
+        late = await handler.handle("POST", "/api/v1/namespaces/team/configmaps", {},
+                                    json.dumps({"metadata": {"name": "late"}}).encode(), "t")
+        seen["late"] = (late.code, late.doc["message"])
+        immortal = await handler.handle("DELETE", "/api/v1/namespaces/default", {}, b"", "t")
+        seen["immortal"] = (immortal.code, immortal.doc["reason"], immortal.doc["message"])
         await world.sleep(5.0, "the controller works")
         seen["held"] = (await call(handler, "GET", "/api/v1/namespaces/team"))["status"]["phase"]
         seen["left"] = [o.name for o in api.peek_all("ConfigMap") if o.namespace == "team"]
@@ -74,6 +81,9 @@ def test_namespace_deletion_deletes_its_objects() -> None:
 
     clean(run(scenario))
     assert seen["marked"] == ({"phase": "Terminating"}, {"finalizers": ["kubernetes"]}, True)
+    assert seen["late"] == (403, 'configmaps "late" is forbidden: unable to create new content in namespace team '
+                                 "because it is being terminated")
+    assert seen["immortal"] == (403, "Forbidden", 'namespaces "default" is forbidden: this namespace may not be deleted')
     assert seen["held"] == "Terminating" and seen["left"] == ["held"]
     assert seen["gone"] == 404 and seen["others"] == ["default/a"]
 

@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from .._apiserver import APIServer
 from .._errors import ApiError, Invalid, NotFound
-from .._namespaces import prepare_namespace
+from .._namespaces import lifecycle_refusal, prepare_namespace
 from .._objects import KubeObject
 from ._codec import (
     JSON,
@@ -43,7 +43,7 @@ from ._resources import (
 )
 from ._scale import scale_discovery, serve_scale
 from ._selectors import _fields_match, parse_field_selector, parse_label_selector, selects
-from ._status import BadRequest, MethodNotSupported, UnsupportedMediaType, status_body
+from ._status import BadRequest, Forbidden, MethodNotSupported, UnsupportedMediaType, status_body
 from ._table import as_table, wants_table
 from ._watch import WatchOptions, _Watch
 
@@ -152,6 +152,13 @@ class APIHandler:
             _require_json(headers)
         if res.review:
             return self._review(method, res, p, body)
+        if self.namespace_lifecycle and method in ("POST", "DELETE"):  # the NamespaceLifecycle admission
+            verb = "create" if method == "POST" else "delete"
+            why = lifecycle_refusal(self.api, verb, res.kind, p.namespace, p.name)
+            if why is not None:
+                sent = _parse(body) if method == "POST" else {}
+                name = p.name or str(((sent if isinstance(sent, dict) else {}).get("metadata") or {}).get("name", ""))
+                raise Forbidden(f'{res.plural} "{name}" is forbidden: {why}')
         if method in ("POST", "PUT", "PATCH"):
             p.dry = _dry_run(q.get("dryRun"), {"POST": "CreateOptions", "PUT": "UpdateOptions",
                                                "PATCH": "PatchOptions"}[method])

@@ -22,6 +22,13 @@ class BadRequest(ApiError):
     code = 400
 
 
+class Forbidden(ApiError):
+    """403: ``errors.NewForbidden`` (here only the NamespaceLifecycle admission's refusals)."""
+
+    reason = "Forbidden"
+    code = 403
+
+
 class MethodNotSupported(ApiError):
     reason = "MethodNotAllowed"
     code = 405
