@@ -147,9 +147,9 @@ def as_table(handler: APIHandler, res: Resource, doc: dict[str, Any], query: dic
             row_doc["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
                                  "metadata": copy_json(meta)}
         rows.append(row_doc)
+    # a list's revision and paging, or the one object's revision
     list_meta = {k: v for k, v in (doc.get("metadata") or {}).items()
-                 if k in ("resourceVersion", "continue", "remainingItemCount")} if items is not doc else {
-        "resourceVersion": (doc.get("metadata") or {}).get("resourceVersion", "")}
+                 if k in ("resourceVersion", "continue", "remainingItemCount")}
     return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta,
             "columnDefinitions": [_NAME, *columns], "rows": rows}
 
