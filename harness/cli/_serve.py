@@ -140,12 +140,14 @@ class _Server:
 
         from ..kube import APIServer, apiservers_of
         from ..kube._http import APIHandler, TCPServer
+        from ..kube._http._cluster import start_cluster
 
         if self.scenario is not None:
             await self.scenario(world, **self.params)
         apis = apiservers_of(world)
         api = apis[0] if apis else APIServer(world)
         self.handler = APIHandler(api, epoch=time.time())
+        await start_cluster(self.handler)  # the system namespaces, the namespace controller, the garbage collector
         assert world._nursery is not None
         listeners = await trio.open_tcp_listeners(self.port, host="127.0.0.1")
         port = listeners[0].socket.getsockname()[1]

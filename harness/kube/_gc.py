@@ -98,14 +98,14 @@ class GarbageCollector:
             world.share_memory(name, recorded=True)
         self._nodes: dict[str, KubeObject] = {}  # uid -> latest object seen (insertion ordered)
         self._absent: dict[str, None] = {}  # absentOwnerCache: owner uids known to be gone
-        self.informers = [
-            Informer(world, api, kind, name=f"{name}/informer/{kind}", process=process) for kind in kinds
-        ]
+        self._process = process
+        self._started = False
+        self.informers: list[Informer] = []
         #: footprint resources: a node of the graph by uid, the graph's set of nodes, the absentOwnerCache
         self._graph = f"{name} graph: "
         self._absent_res = f"{name} absentOwnerCache: "
-        for inf in self.informers:
-            inf.add_event_handler(self._on_upsert, lambda _old, new: self._on_upsert(new), self._on_delete)
+        for kind in kinds:
+            self.collect_kind(kind)
         # attemptToDeleteItem's errors (a 409, a timeout, a throttled request) are requeued
         # rate-limited, as garbagecollector.go's processAttemptToDeleteWorker does
         self.controller: Controller[tuple[str, str]] = Controller(
@@ -115,9 +115,22 @@ class GarbageCollector:
 
     def start(self) -> None:
         """Start the collector's informers (its dependency graph) and its attempt-to-delete workers."""
+        self._started = True
         for inf in self.informers:
             inf.start()
         self.controller.start()
+
+    def collect_kind(self, kind: str) -> None:
+        """Take ``kind`` into the graph (an informer of its own; started at once if the collector runs): a kind
+        served only from now on, as a CustomResourceDefinition's (``garbagecollector.go`` ``Sync`` re-reads
+        discovery). A kind already collected is left as it is."""
+        if any(inf.kind == kind for inf in self.informers):
+            return
+        inf = Informer(self._world, self._api, kind, name=f"{self.name}/informer/{kind}", process=self._process)
+        inf.add_event_handler(self._on_upsert, lambda _old, new: self._on_upsert(new), self._on_delete)
+        self.informers.append(inf)
+        if self._started:
+            inf.start()
 
     # --------------------------------------------------------------- graph
     def _node(self, uid: str) -> KubeObject | None:

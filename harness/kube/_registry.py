@@ -200,7 +200,8 @@ class Registry:
         """Commit an update; a no-op writes nothing; a finished deletion removes the object."""
         if new == cur:
             return cur
-        if new.deletion_timestamp is not None and not new.finalizers and not self._awaiting_kubelet.get(new.uid):
+        if new.deletion_timestamp is not None and not new.finalizers and not self._awaiting_kubelet.get(new.uid) \
+                and not _namespace_finalizers(new):
             # registry/store.go Update: shouldDeleteDuringUpdate -> the object goes away (DELETED only)
             return self._remove(new)
         return self._commit(new, MODIFIED)
@@ -451,7 +452,11 @@ class Registry:
         new.finalizers = finalizers
         new.deletion_timestamp = self._world.now + grace
         new.deletion_grace_period_seconds = grace
-        if not finalizers and grace == 0:
+        if _namespace_finalizers(new):
+            # namespace/storage/storage.go Delete: a Namespace with spec.finalizers is marked Terminating and
+            # stays until the namespace controller has emptied it and finalized it (spec.finalizers emptied)
+            new.status = {**new.status, "phase": "Terminating"}
+        elif not finalizers and grace == 0:
             return self._remove(new).deepcopy()
         if new.generation > 0:
             # The deletion mark is a change controllers must hear of even through GenerationChangedPredicate:
@@ -504,6 +509,12 @@ class Registry:
         if not new.finalizers:
             return self._remove(new)
         return self._commit(new, MODIFIED)
+
+
+def _namespace_finalizers(obj: KubeObject) -> bool:
+    """Whether ``obj`` is a Namespace whose ``spec.finalizers`` hold its deletion (only Namespaces created
+    through the served API with a namespace controller get ``kubernetes`` there; a model's Namespaces have none)."""
+    return obj.kind == "Namespace" and bool(obj.spec.get("finalizers"))
 
 
 def deletion_finalizers(finalizers: list[str], propagation: str | None) -> list[str]:

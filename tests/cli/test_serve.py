@@ -128,3 +128,65 @@ def test_status_lines_have_reason_phrases(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.communicate(timeout=60)
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (Debian: apt-get install kubernetes-client)")
+def test_kubectl_scale_cascade_and_namespaces_against_serve(tmp_path: Path) -> None:
+    """Issue 49 items 1, 3 and 10 through kubectl 1.32: the cluster's namespaces are there, `kubectl scale` goes
+    through the scale subresource, and `kubectl delete --cascade=foreground` finishes with the dependents gone (the
+    garbage collector runs in `serve`), as on a cluster."""
+    kubeconfig = tmp_path / "kubeconfig"
+    server = subprocess.Popen([sys.executable, "-m", "harness", "serve", "--kubeconfig", str(kubeconfig),
+                               "--seconds", "60"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert server.stdout is not None
+        first = server.stdout.readline()
+        assert "serving the Kubernetes API on http://127.0.0.1:" in first, first
+
+        def kubectl(*argv: str) -> str:
+            done = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), *argv], capture_output=True,
+                                  text=True, timeout=30)
+            if done.returncode != 0:
+                pytest.fail(f"kubectl {' '.join(argv)} exited {done.returncode}: {done.stderr}")
+            return done.stdout
+
+        names = kubectl("get", "namespaces", "-o", "jsonpath={.items[*].metadata.name}").split()
+        assert sorted(names) == ["default", "kube-node-lease", "kube-public", "kube-system"]
+        deploy = tmp_path / "deploy.yaml"
+        deploy.write_text(DEPLOYMENT)
+        kubectl("apply", "--validate=false", "-f", str(deploy))
+        assert "deployment.apps/web scaled" in kubectl("scale", "deploy", "web", "--replicas=3")
+        owner = json.loads(kubectl("get", "deploy", "web", "-o", "json"))
+        assert owner["spec"]["replicas"] == 3
+        rs = tmp_path / "rs.yaml"
+        rs.write_text(REPLICASET % owner["metadata"]["uid"])
+        kubectl("apply", "--validate=false", "-f", str(rs))
+        kubectl("delete", "deploy", "web", "--cascade=foreground", "--timeout=20s")
+        assert json.loads(kubectl("get", "deploy,rs", "-o", "json"))["items"] == []
+    finally:
+        server.terminate()
+        server.communicate(timeout=10)
+
+
+DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: nginx}]}
+"""
+REPLICASET = """apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: web-1
+  ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: web, uid: %s, controller: true,
+                     blockOwnerDeletion: true}]
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: nginx}]}
+"""

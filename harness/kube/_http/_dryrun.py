@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from .._errors import AlreadyExists, Conflict, NotFound
 from .._objects import KubeObject
-from .._registry import deletion_finalizers, rewritten
+from .._registry import _namespace_finalizers, deletion_finalizers, rewritten
 
 if TYPE_CHECKING:
     from .._apiserver import APIServer
@@ -89,14 +89,16 @@ class DryRun:
             return new, True
         new.finalizers = deletion_finalizers(cur.finalizers, propagation)
         if cur.deletion_timestamp is not None:
-            return new, bool(new.finalizers)
+            return new, bool(new.finalizers) or _namespace_finalizers(new)
         grace = 0
         if kind == "Pod" and cur.spec.get("nodeName"):
             default = int(cur.spec.get("terminationGracePeriodSeconds", api._default_grace))
             grace = default if grace_period_seconds is None else grace_period_seconds
         new.deletion_timestamp = api._world.now + grace
         new.deletion_grace_period_seconds = grace
-        if not new.finalizers and grace == 0:
+        if _namespace_finalizers(new):
+            new.status = {**new.status, "phase": "Terminating"}
+        elif not new.finalizers and grace == 0:
             return new, False
         if new.generation > 0:
             new.generation += 1

@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from .._apiserver import APIServer
 from .._errors import ApiError, Invalid, NotFound
+from .._namespaces import lifecycle_refusal, prepare_namespace
 from .._objects import KubeObject
 from ._codec import (
     JSON,
@@ -28,6 +29,7 @@ from ._codec import (
     _parse,
 )
 from ._dryrun import DRY_RUN_ALL, DryRun
+from ._names import validate_name
 from ._patches import json_merge_patch, json_patch, strategic_merge_patch
 from ._resources import (
     BUILTIN_RESOURCES,
@@ -39,8 +41,10 @@ from ._resources import (
     _split,
     crd_resources,
 )
+from ._scale import scale_discovery, serve_scale
 from ._selectors import _fields_match, parse_field_selector, parse_label_selector, selects
-from ._status import BadRequest, MethodNotSupported, UnsupportedMediaType, status_body
+from ._status import BadRequest, Forbidden, MethodNotSupported, UnsupportedMediaType, status_body
+from ._table import as_table, wants_table
 from ._watch import WatchOptions, _Watch
 
 if TYPE_CHECKING:
@@ -78,6 +82,9 @@ class APIHandler:
         self.codec = Codec(self._kind_api_version, epoch)
         self._builtin = {(r.group, r.plural): r for r in (*BUILTIN_RESOURCES, *REVIEW_RESOURCES)}
         self._builtin_kinds = {r.kind: r for r in BUILTIN_RESOURCES}
+        #: a namespace controller runs beside this apiserver (``serve``): served Namespaces get the ``kubernetes``
+        #: finalizer and their DELETE marks them Terminating (``_namespaces.py``); a model's handler has none
+        self.namespace_lifecycle = False
 
     # ----------------------------------------------------------------- resources
     def resources(self) -> list[Resource]:
@@ -127,7 +134,10 @@ class APIHandler:
             return Reply(404, status_body(NotFound("the server could not find the requested resource")))
         where.query = query
         try:
-            return await self._serve(method.upper(), res, where, headers, body, client, options or WatchOptions())
+            reply = await self._serve(method.upper(), res, where, headers, body, client, options or WatchOptions())
+            if method.upper() == "GET" and reply.watch is None and not where.subresource and wants_table(headers):
+                return Reply(200, as_table(self, res, reply.doc, query))  # kubectl get's columns (_table.py)
+            return reply
         except ApiError as err:
             return Reply(err.code, status_body(err, res, where.name))
 
@@ -135,16 +145,27 @@ class APIHandler:
                      client: str, options: WatchOptions) -> Reply:
         if res.namespaced is False and p.namespace:
             raise NotFound("the server could not find the requested resource")
-        if p.subresource and not (p.subresource == "status" and res.status):
+        if p.subresource and not (p.subresource == "status" and res.status) and p.subresource != "scale":
             raise NotFound("the server could not find the requested resource")
         q = p.query
         if method in ("POST", "PUT", "DELETE") and body.strip():
             _require_json(headers)
         if res.review:
             return self._review(method, res, p, body)
+        if self.namespace_lifecycle and method in ("POST", "DELETE"):  # the NamespaceLifecycle admission
+            verb = "create" if method == "POST" else "delete"
+            why = lifecycle_refusal(self.api, verb, res.kind, p.namespace, p.name)
+            if why is not None:
+                sent = _parse(body) if method == "POST" else {}
+                name = p.name or str(((sent if isinstance(sent, dict) else {}).get("metadata") or {}).get("name", ""))
+                raise Forbidden(f'{res.plural} "{name}" is forbidden: {why}')
         if method in ("POST", "PUT", "PATCH"):
             p.dry = _dry_run(q.get("dryRun"), {"POST": "CreateOptions", "PUT": "UpdateOptions",
                                                "PATCH": "PatchOptions"}[method])
+        if p.subresource == "scale":  # the scale subresource (_scale.py)
+            ctype = headers.get("content-type", "").split(";")[0].strip()
+            ns = p.namespace if res.namespaced else ""
+            return Reply(*await serve_scale(self, method, res, p, ns, ctype, body))
         if not p.name:
             if method == "GET" and _query_bool(q, "watch"):
                 return await self._watch(res, p, client, options)
@@ -208,7 +229,8 @@ class APIHandler:
         if where.startswith("resources:"):
             gv = where.split(":", 1)[1]
             g, v = gv.split("/", 1)
-            listed = [d for r in served if r.group == g and r.version == v for d in r.discovery()]
+            listed = [d for r in served if r.group == g and r.version == v
+                      for d in (*r.discovery(), *scale_discovery(self, r))]
             if listed:
                 return Reply(200, {"kind": "APIResourceList", "apiVersion": "v1",
                                    "groupVersion": f"{g}/{v}" if g else v, "resources": listed})
@@ -261,9 +283,12 @@ class APIHandler:
                           "required")
         if res.namespaced and not obj.namespace:
             raise BadRequest("the namespace of the object is not set and the request names none")
+        validate_name(res, obj.name, generate)  # ValidateObjectMeta's name checks (_names.py)
         obj.uid, obj.resource_version = "", 0  # server-owned: a create ignores what the client sent
         if res.kind == CRD_KIND:
             _accept_crd(obj)
+        if res.kind == "Namespace" and self.namespace_lifecycle:
+            prepare_namespace(obj)
         if p.dry:
             doc = self.codec.encode(DryRun(self.api).create(obj, generate), res)
             del doc["metadata"]["resourceVersion"]  # DryRunnableStorage.Create stores nothing: no revision
@@ -412,9 +437,10 @@ def _query_bool(query: dict[str, str], key: str) -> bool:
 def _require_json(headers: dict[str, str]) -> None:
     """A body in a media type other than JSON is 415 (``negotiation.NewUnsupportedMediaTypeError``), not a 400.
 
-    kubectl and client-go send protobuf for built-in kinds when configured to,
-    and fall back to JSON only on a 415; a body without a Content-Type is read
-    as JSON (what clients that set none send).
+    Protobuf bodies are not read: client-go falls back to JSON after a 415 only
+    for CBOR (``rest/client.go``), so a protobuf client (kubectl 1.32's ``create
+    namespace|configmap|secret``) fails with it; a body without a Content-Type is
+    read as JSON (what clients that set none send).
     """
     ctype = headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype and ctype != JSON:

@@ -22,6 +22,13 @@ class BadRequest(ApiError):
     code = 400
 
 
+class Forbidden(ApiError):
+    """403: ``errors.NewForbidden`` (here only the NamespaceLifecycle admission's refusals)."""
+
+    reason = "Forbidden"
+    code = 403
+
+
 class MethodNotSupported(ApiError):
     reason = "MethodNotAllowed"
     code = 405
@@ -43,7 +50,10 @@ def status_body(err: ApiError, res: Resource | None = None, name: str = "") -> d
     """``metav1.Status`` as ``apimachinery/pkg/api/errors`` builds it: reason, code, message and details."""
     out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                            "message": err.message, "reason": err.reason}
-    if res is not None:
+    given: dict[str, Any] | None = getattr(err, "details", None)  # an error that knows its details (FieldInvalid)
+    if given is not None:
+        out["details"] = given
+    elif res is not None:
         details: dict[str, Any] = {"name": name} if name else {}
         if res.group:
             details["group"] = res.group
