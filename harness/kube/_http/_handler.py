@@ -39,6 +39,7 @@ from ._resources import (
     _split,
     crd_resources,
 )
+from ._schema import conform, version_schema
 from ._selectors import _fields_match, parse_field_selector, parse_label_selector, selects
 from ._status import BadRequest, MethodNotSupported, UnsupportedMediaType, status_body
 from ._watch import WatchOptions, _Watch
@@ -254,7 +255,7 @@ class APIHandler:
 
     async def _create(self, res: Resource, p: _Path, doc: Any) -> Reply:
         """``handlers/create.go``: 201 with the object; ``generateName`` names it when ``name`` is empty."""
-        obj = self.codec.decode(doc, res, p.namespace)
+        obj = self.codec.decode(self._conform(res, doc), res, p.namespace)
         generate = str((obj.extra.get("metadata") or {}).get("generateName") or "")
         if not obj.name and not generate:
             raise Invalid(f'{res.kind} "" is invalid: metadata.name: Required value: name or generateName is '
@@ -273,7 +274,7 @@ class APIHandler:
 
     async def _update(self, res: Resource, p: _Path, ns: str, doc: Any) -> Reply:
         """``handlers/update.go``: the body's resourceVersion is the precondition (409 Conflict when stale)."""
-        obj = self.codec.decode(doc, res, ns)
+        obj = self.codec.decode(self._conform(res, doc), res, ns)
         if obj.name != p.name:
             raise BadRequest(f"the name of the object ({obj.name}) does not match the name on the URL ({p.name})")
         if p.dry:
@@ -303,7 +304,7 @@ class APIHandler:
         def build(cur: KubeObject) -> KubeObject:
             doc = self.codec.encode(cur, res)
             patched = apply(doc, patch)
-            new = self.codec.decode(patched, res, ns)
+            new = self.codec.decode(self._conform(res, patched), res, ns)
             if new.name != cur.name:
                 raise BadRequest(f"the name of the object ({new.name}) does not match the name on the URL ({cur.name})")
             if not new.resource_version:  # a patch that does not name a revision is unconditional
@@ -366,6 +367,15 @@ class APIHandler:
             details = {"name": p.name, "group": res.group, "kind": res.plural, "uid": out.uid}
         return Reply(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                            "details": details})
+
+    def _conform(self, res: Resource, doc: Any) -> Any:
+        """A custom resource's body pruned, defaulted and validated by its CRD version's structural schema
+        (``_schema.py``); a built-in's body, or one whose CRD version has no schema, as it came."""
+        if res.builtin or not isinstance(doc, dict):
+            return doc
+        crd = self.api._store.get(CRD_KIND, {}).get(f"{res.plural}.{res.group}")
+        schema = version_schema(crd.spec, res.version) if crd is not None else None
+        return doc if schema is None else conform(doc, schema, res.kind, res.group)
 
     async def _watch(self, res: Resource, p: _Path, client: str, options: WatchOptions) -> Reply:
         """``handlers/watch.go`` over the watch cache: see :class:`_Watch`."""

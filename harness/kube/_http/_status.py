@@ -44,10 +44,13 @@ def status_body(err: ApiError, res: Resource | None = None, name: str = "") -> d
     out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                            "message": err.message, "reason": err.reason}
     if res is not None:
+        name = name or getattr(err, "details_name", "")  # a create's Invalid names the object the body named
         details: dict[str, Any] = {"name": name} if name else {}
         if res.group:
             details["group"] = res.group
-        details["kind"] = res.plural
+        details["kind"] = getattr(err, "details_kind", res.plural)
+        if getattr(err, "causes", None):
+            details["causes"] = err.causes  # type: ignore[attr-defined]  # SchemaInvalid's field errors
         out["details"] = details
     out["code"] = err.code
     return out
