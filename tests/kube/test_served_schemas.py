@@ -120,3 +120,77 @@ def test_crd_schema_validates_prunes_and_defaults() -> None:
     free = got["schemaless"].json()
     assert got["schemaless"].status_code == 201 and free["spec"] == {"size": "big", "anything": [0]}
     assert free["junk"] == 1
+
+
+def _nulls(value: Any) -> bool:
+    """Whether a document still has the JSON Schema conversion's ``"null"`` types in it."""
+    if isinstance(value, dict):
+        return value.get("type") == "null" or isinstance(value.get("type"), list) or any(map(_nulls, value.values()))
+    return isinstance(value, list) and any(map(_nulls, value))
+
+
+def test_openapi_v2_and_v3_served() -> None:
+    """``/openapi/v3`` is kube-openapi's ``handler3`` discovery (``pkg/handler3/handler.go``: each group-version's
+    ``serverRelativeURL`` with a ``?hash=``), each group-version its OpenAPI 3.0 document; ``/openapi/v2`` the
+    swagger 2.0 one (``pkg/handler/handler.go``), 406 when only protobuf is accepted. Built-in kinds carry upstream's
+    definitions (``api/openapi-spec``), a CRD's kind the schema ``apiextensions-apiserver``'s
+    ``pkg/controller/openapi/builder/builder.go`` builds (its ``openAPIV3Schema`` with ``metadata`` as ObjectMeta
+    and ``x-kubernetes-group-version-kind``). The PATCH of each kind lists ``fieldValidation`` and its patch types,
+    which cli-runtime's ``query_param_verifier_v3.go`` and kubectl's ``apply/patcher.go``
+    (``gvkSupportsPatchOpenAPIV3``) look for before sending ``fieldValidation=Strict`` and a strategic merge patch."""
+    got: dict[str, httpx.Response] = {}
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        async with httpx.AsyncClient(transport=api.transport(client="t"), base_url="http://kube") as c:
+            got["before"] = await c.get("/openapi/v3")
+            assert (await c.post(CRDS, json=crd(SCHEMA))).status_code == 201
+            got["root"] = await c.get("/openapi/v3")
+            got["apps"] = await c.get("/openapi/v3/apis/apps/v1")
+            got["core"] = await c.get("/openapi/v3/api/v1")
+            got["crd"] = await c.get("/openapi/v3/apis/example.com/v1")
+            got["nope"] = await c.get("/openapi/v3/apis/nope.example.com/v1")
+            got["v2"] = await c.get("/openapi/v2", headers={"Accept": "application/json"})
+            got["proto"] = await c.get("/openapi/v2", headers={
+                "Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"})
+
+    clean(run(scenario))
+    assert "apis/example.com/v1" not in got["before"].json()["paths"]
+    root = got["root"].json()["paths"]
+    assert {"api/v1", "apis/apps/v1", "apis/batch/v1", "apis/example.com/v1"} <= set(root)
+    assert root["apis/apps/v1"]["serverRelativeURL"].startswith("/openapi/v3/apis/apps/v1?hash=")
+
+    apps = got["apps"].json()
+    assert apps["openapi"].startswith("3.0")
+    schemas = apps["components"]["schemas"]
+    dep = schemas["io.k8s.api.apps.v1.Deployment"]
+    assert dep["x-kubernetes-group-version-kind"] == [{"group": "apps", "kind": "Deployment", "version": "v1"}]
+    assert dep["properties"]["spec"]["allOf"] == [{"$ref": "#/components/schemas/io.k8s.api.apps.v1.DeploymentSpec"}]
+    assert schemas["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]["replicas"]["type"] == "integer"
+    assert "io.k8s.api.core.v1.PodSpec" in schemas and "io.k8s.api.core.v1.Pod" not in schemas  # only what it needs
+    assert schemas["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["format"] == "int-or-string"
+    patch = apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
+    assert patch["x-kubernetes-group-version-kind"] == {"group": "apps", "version": "v1", "kind": "Deployment"}
+    assert {"fieldValidation", "fieldManager", "dryRun", "force"} <= {p["name"] for p in patch["parameters"]}
+    assert "application/strategic-merge-patch+json" in patch["requestBody"]["content"]
+    assert not _nulls(apps) and not _nulls(got["core"].json())
+    assert "io.k8s.api.core.v1.Pod" in got["core"].json()["components"]["schemas"]
+    assert "/api/v1/nodes/{name}" in got["core"].json()["paths"]  # cluster-scoped: no namespace in the path
+
+    custom = got["crd"].json()
+    app_schema = custom["components"]["schemas"]["com.example.v1.App"]
+    assert app_schema["x-kubernetes-group-version-kind"] == [{"group": "example.com", "version": "v1", "kind": "App"}]
+    assert app_schema["properties"]["spec"]["properties"]["size"] == SCHEMA["properties"]["spec"]["properties"]["size"]
+    assert app_schema["properties"]["metadata"]["allOf"] == [
+        {"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}]
+    assert "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" in custom["components"]["schemas"]
+    custom_patch = custom["paths"]["/apis/example.com/v1/namespaces/{namespace}/apps/{name}"]["patch"]
+    assert "application/strategic-merge-patch+json" not in custom_patch["requestBody"]["content"]
+    assert got["nope"].status_code == 404
+
+    v2 = got["v2"].json()
+    assert v2["swagger"] == "2.0" and v2["info"]["version"] == "v1.32.0"
+    assert v2["definitions"]["io.k8s.api.core.v1.Pod"]["properties"]["spec"]["$ref"] == (
+        "#/definitions/io.k8s.api.core.v1.PodSpec")
+    assert "com.example.v1.App" in v2["definitions"] and not _nulls(v2)
+    assert got["proto"].status_code == 406 and got["proto"].json()["reason"] == "NotAcceptable"

@@ -28,6 +28,7 @@ from ._codec import (
     _parse,
 )
 from ._dryrun import DRY_RUN_ALL, DryRun
+from ._openapi import document as openapi_document
 from ._patches import json_merge_patch, json_patch, strategic_merge_patch
 from ._resources import (
     BUILTIN_RESOURCES,
@@ -41,7 +42,7 @@ from ._resources import (
 )
 from ._schema import conform, version_schema
 from ._selectors import _fields_match, parse_field_selector, parse_label_selector, selects
-from ._status import BadRequest, MethodNotSupported, UnsupportedMediaType, status_body
+from ._status import BadRequest, MethodNotSupported, NotAcceptable, UnsupportedMediaType, status_body
 from ._watch import WatchOptions, _Watch
 
 if TYPE_CHECKING:
@@ -120,6 +121,8 @@ class APIHandler:
         and fault flags."""
         url = urlsplit(target)
         query = dict(parse_qsl(url.query, keep_blank_values=True))
+        if url.path.startswith("/openapi/"):
+            return self._openapi(method, url.path, headers.get("accept", ""))
         where = _split(url.path)
         if isinstance(where, str):
             return self._discovery(method, where)
@@ -220,6 +223,25 @@ class APIHandler:
             return Reply(200, {"paths": ["/api", "/api/v1", "/apis", "/version",
                                          *(f"/apis/{g}/{v}" for g, vs in groups.items() for v in vs)]})
         return Reply(404, status_body(NotFound("the server could not find the requested resource")))
+
+    def _openapi(self, method: str, path: str, accept: str) -> Reply:
+        """``/openapi/v2`` and ``/openapi/v3[/<group-version>]`` (``_openapi.py``): upstream's built-in schemas and
+        each CRD version's, for kubectl's validation and ``explain``. JSON only: a request that accepts nothing
+        else (kubectl asks v2 as protobuf) is 406, as kube-openapi's handler answers a type it cannot serve."""
+        if method.upper() != "GET":
+            return Reply(405, status_body(MethodNotSupported("the server does not allow this method")))
+        if accept and "json" not in accept and "*/*" not in accept:
+            return Reply(406, status_body(NotAcceptable("only application/json is served for OpenAPI documents")))
+        served = self.resources()
+        crd_schemas: dict[Resource, dict[str, Any] | None] = {}
+        for crd in self.api._store.get(CRD_KIND, {}).values():
+            if crd.deletion_timestamp is None:
+                for r in crd_resources(crd):
+                    crd_schemas[r] = version_schema(crd.spec, r.version)
+        doc = openapi_document(path.rstrip("/"), served, crd_schemas)
+        if doc is None:
+            return Reply(404, status_body(NotFound("the server could not find the requested resource")))
+        return Reply(200, doc)
 
     # ------------------------------------------------------------------ verbs
     async def _list(self, res: Resource, p: _Path) -> Reply:

@@ -27,6 +27,13 @@ class MethodNotSupported(ApiError):
     code = 405
 
 
+class NotAcceptable(ApiError):
+    """406: ``negotiation.NewNotAcceptableError`` (no representation the request accepts)."""
+
+    reason = "NotAcceptable"
+    code = 406
+
+
 class UnsupportedMediaType(ApiError):
     """415: ``negotiation.NewUnsupportedMediaTypeError`` (a patch type the resource does not take)."""
 
