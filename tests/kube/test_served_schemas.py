@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
+import yaml  # type: ignore[import-untyped]
 
 import harness as h
 from harness.kube import APIServer
@@ -194,3 +196,92 @@ def test_openapi_v2_and_v3_served() -> None:
         "#/definitions/io.k8s.api.core.v1.PodSpec")
     assert "com.example.v1.App" in v2["definitions"] and not _nulls(v2)
     assert got["proto"].status_code == 406 and got["proto"].json()["reason"] == "NotAcceptable"
+
+
+DEPLOYS = "/apis/apps/v1/namespaces/default/deployments"
+APPLY = {"content-type": "application/apply-patch+yaml"}
+DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{containers}]
+"""
+WEB = "{name: web, image: nginx}"
+
+
+def owned(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(m["manager"], m["operation"]): m for m in doc["metadata"]["managedFields"]}
+
+
+def test_server_side_apply_field_ownership() -> None:
+    """Server-side apply as ``apiserver/pkg/endpoints/handlers/patch.go``'s ``applyPatcher`` and the field manager
+    (``fieldmanager/internal``, structured-merge-diff's ``merge.Updater.Apply``) answer it: ``fieldManager`` is
+    required (``ValidatePatchOptions``: 422), a YAML or JSON body applies, the object is created when missing;
+    ``managedFields`` lists per manager and operation the fields set (``FieldsV1``, ``k:{"name":...}`` for a container);
+    setting a field an Update manager owns to another value is 409 with ``internal.NewConflictError``'s message and
+    ``FieldManagerConflict`` causes, the same value co-owns it, ``force=true`` takes it; a field the applier stops
+    naming is removed when nobody else owns it; ``containers`` merge by name (``x-kubernetes-list-map-keys``)."""
+    got: dict[str, httpx.Response] = {}
+
+    def body(replicas: int, containers: str = WEB, labels: str = "") -> bytes:
+        text = DEPLOYMENT.format(replicas=replicas, containers=containers)
+        return text.replace("  name: web\n", f"  name: web\n  labels: {{{labels}}}\n" if labels else "  name: web\n")
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        async with httpx.AsyncClient(transport=api.transport(client="t"), base_url="http://kube") as c:
+            got["created"] = await c.post(f"{DEPLOYS}?fieldManager=kubectl-client-side-apply",
+                                          content=json_of(body(2)), headers={"content-type": "application/json"})
+            got["nomanager"] = await c.patch(f"{DEPLOYS}/web", content=body(3), headers=APPLY)
+            got["conflict"] = await c.patch(f"{DEPLOYS}/web?fieldManager=bob", content=body(3), headers=APPLY)
+            got["same"] = await c.patch(f"{DEPLOYS}/web?fieldManager=bob", content=body(2, labels="team: a"),
+                                        headers=APPLY)
+            got["forced"] = await c.patch(f"{DEPLOYS}/web?fieldManager=bob&force=true", content=body(3, labels="team: a"),
+                                          headers=APPLY)
+            got["dropped"] = await c.patch(f"{DEPLOYS}/web?fieldManager=bob", content=body(3), headers=APPLY)
+            got["sidecar"] = await c.patch(f"{DEPLOYS}/web?fieldManager=carol",
+                                           content=body(3, "{name: side, image: busybox}"), headers=APPLY)
+            got["json"] = await c.patch("/api/v1/namespaces/default/configmaps/cfg?fieldManager=bob", headers=APPLY,
+                                        content=b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg"},'
+                                                b'"data":{"a":"1"}}')
+
+    clean(run(scenario))
+    assert got["created"].status_code == 201
+    csa = owned(got["created"].json())[("kubectl-client-side-apply", "Update")]
+    assert csa["apiVersion"] == "apps/v1" and csa["fieldsType"] == "FieldsV1"
+    assert csa["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"] == {
+        'k:{"name":"web"}': {".": {}, "f:image": {}, "f:name": {}}}
+    assert got["nomanager"].status_code == 422 and got["nomanager"].json()["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch')
+    conflict = got["conflict"].json()
+    assert got["conflict"].status_code == 409 and conflict["reason"] == "Conflict"
+    assert conflict["message"] == ('Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using '
+                                   "apps/v1: .spec.replicas")
+    assert conflict["details"]["causes"] == [{"reason": "FieldManagerConflict", "field": ".spec.replicas",
+                                              "message": 'conflict with "kubectl-client-side-apply" using apps/v1'}]
+    same = got["same"].json()
+    assert got["same"].status_code == 200 and same["spec"]["replicas"] == 2 and same["metadata"]["labels"] == {"team": "a"}
+    assert "f:replicas" in owned(same)[("bob", "Apply")]["fieldsV1"]["f:spec"]  # co-owned: same value
+    assert "f:replicas" in owned(same)[("kubectl-client-side-apply", "Update")]["fieldsV1"]["f:spec"]
+    forced = got["forced"].json()
+    assert got["forced"].status_code == 200 and forced["spec"]["replicas"] == 3
+    assert "f:replicas" not in owned(forced)[("kubectl-client-side-apply", "Update")]["fieldsV1"]["f:spec"]
+    dropped = got["dropped"].json()
+    assert got["dropped"].status_code == 200 and "labels" not in dropped["metadata"]  # bob's alone: removed
+    sidecar = got["sidecar"].json()
+    assert [c["name"] for c in sidecar["spec"]["template"]["spec"]["containers"]] == ["web", "side"]
+    assert 'k:{"name":"side"}' in owned(sidecar)[("carol", "Apply")]["fieldsV1"]["f:spec"]["f:template"]["f:spec"][
+        "f:containers"]
+    cfg = got["json"].json()
+    assert got["json"].status_code == 201 and cfg["data"] == {"a": "1"}
+    assert list(owned(cfg)) == [("bob", "Apply")]
+
+
+def json_of(text: bytes) -> bytes:
+    return json.dumps(yaml.safe_load(text)).encode()

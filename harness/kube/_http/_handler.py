@@ -16,7 +16,9 @@ from urllib.parse import parse_qsl, urlsplit
 from .._apiserver import APIServer
 from .._errors import ApiError, Invalid, NotFound
 from .._objects import KubeObject
+from ._apply import apply, parse_apply, track_update
 from ._codec import (
+    APPLY_PATCH,
     JSON,
     JSON_PATCH,
     MERGE_PATCH,
@@ -130,6 +132,7 @@ class APIHandler:
         if res is None:
             return Reply(404, status_body(NotFound("the server could not find the requested resource")))
         where.query = query
+        where.agent = headers.get("user-agent", "")
         try:
             return await self._serve(method.upper(), res, where, headers, body, client, options or WatchOptions())
         except ApiError as err:
@@ -278,6 +281,7 @@ class APIHandler:
     async def _create(self, res: Resource, p: _Path, doc: Any) -> Reply:
         """``handlers/create.go``: 201 with the object; ``generateName`` names it when ``name`` is empty."""
         obj = self.codec.decode(self._conform(res, doc), res, p.namespace)
+        self._manage(res, p, None, doc, obj)
         generate = str((obj.extra.get("metadata") or {}).get("generateName") or "")
         if not obj.name and not generate:
             raise Invalid(f'{res.kind} "" is invalid: metadata.name: Required value: name or generateName is '
@@ -297,6 +301,8 @@ class APIHandler:
     async def _update(self, res: Resource, p: _Path, ns: str, doc: Any) -> Reply:
         """``handlers/update.go``: the body's resourceVersion is the precondition (409 Conflict when stale)."""
         obj = self.codec.decode(self._conform(res, doc), res, ns)
+        live = self.api.peek(res.kind, ns, p.name)
+        self._manage(res, p, None if live is None else self.codec.encode(live, res), doc, obj)
         if obj.name != p.name:
             raise BadRequest(f"the name of the object ({obj.name}) does not match the name on the URL ({p.name})")
         if p.dry:
@@ -315,8 +321,10 @@ class APIHandler:
 
     async def _patch(self, res: Resource, p: _Path, ns: str, ctype: str, body: bytes) -> Reply:
         """``handlers/patch.go``: the patch is applied to the object read at the commit (never a lost update)."""
+        if ctype == APPLY_PATCH:
+            return await self._apply(res, p, ns, body)
         accepted = [JSON_PATCH, MERGE_PATCH] + ([STRATEGIC_MERGE_PATCH] if res.builtin else [])
-        if ctype not in accepted:  # apply-patch+yaml (server-side apply) is not served
+        if ctype not in accepted:
             raise UnsupportedMediaType.of(accepted)
         patch = _parse(body)
         apply: Callable[[Any, Any], Any] = {JSON_PATCH: json_patch, MERGE_PATCH: json_merge_patch,
@@ -327,6 +335,7 @@ class APIHandler:
             doc = self.codec.encode(cur, res)
             patched = apply(doc, patch)
             new = self.codec.decode(self._conform(res, patched), res, ns)
+            self._manage(res, p, doc, patched, new)
             if new.name != cur.name:
                 raise BadRequest(f"the name of the object ({new.name}) does not match the name on the URL ({cur.name})")
             if not new.resource_version:  # a patch that does not name a revision is unconditional
@@ -340,6 +349,55 @@ class APIHandler:
             return Reply(200, self.codec.encode(out, res))
         out = await self.api._rewrite(verb, res.kind, ns, p.name, build, status_only=status_only,
                                       keep_status=res.status)
+        return Reply(200, self.codec.encode(out, res))
+
+    # ------------------------------------------------------------------ field ownership (_apply.py)
+    def _manage(self, res: Resource, p: _Path, old: dict[str, Any] | None, new_doc: Any, obj: KubeObject) -> None:
+        """An Update's ``managedFields`` on ``obj``: its ``fieldManager`` (or, as upstream defaults it, the client's
+        User-Agent up to the first ``/``) owns what it changed (``fieldmanager.FieldManager.UpdateNoErrors``)."""
+        if not isinstance(new_doc, dict):
+            return
+        manager = p.query.get("fieldManager") or p.agent.split("/")[0] or "unknown"
+        managers = track_update(old, new_doc, manager, res.api_version, self.codec.timestamp(self.world.now))
+        meta = obj.extra.setdefault("metadata", {})
+        if managers:
+            meta["managedFields"] = managers
+
+    async def _apply(self, res: Resource, p: _Path, ns: str, body: bytes) -> Reply:
+        """Server-side apply (``handlers/patch.go`` ``applyPatcher``): the body, YAML or JSON, is the manager's whole
+        intent; ``fieldManager`` is required; the object is created when it does not exist."""
+        manager = p.query.get("fieldManager", "")
+        if not manager:
+            raise Invalid('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for '
+                          "apply patch")
+        cfg = parse_apply(body)
+        force, time = _query_bool(p.query, "force"), self.codec.timestamp(self.world.now)
+
+        def build(cur: KubeObject | None) -> KubeObject:
+            merged, managers = apply(None if cur is None else self.codec.encode(cur, res), cfg, manager,
+                                     res.api_version, time, force)
+            merged.setdefault("metadata", {}).update({"name": p.name} if cur is None else {})
+            new = self.codec.decode(self._conform(res, merged), res, ns)
+            if new.name != p.name:
+                raise BadRequest(f"the name of the object ({new.name}) does not match the name on the URL ({p.name})")
+            if cur is not None:
+                new.resource_version = cur.resource_version
+            new.extra.setdefault("metadata", {})["managedFields"] = managers
+            return new
+
+        if self.api.peek(res.kind, ns, p.name) is None:  # apply creates (patcher.go: createOnApply)
+            obj = build(None)
+            obj.uid, obj.resource_version = "", 0
+            if p.dry:
+                doc = self.codec.encode(DryRun(self.api).create(obj, ""), res)
+                del doc["metadata"]["resourceVersion"]
+                return Reply(201, doc)
+            return Reply(201, self.codec.encode(await self.api.create(obj), res))
+        if p.dry:
+            return Reply(200, self.codec.encode(DryRun(self.api).rewrite("patch", res.kind, ns, p.name, build,
+                                                                         status_only=False, keep_status=res.status),
+                                                res))
+        out = await self.api._rewrite("patch", res.kind, ns, p.name, build, status_only=False, keep_status=res.status)
         return Reply(200, self.codec.encode(out, res))
 
     async def _delete(self, res: Resource, p: _Path, ns: str, doc: Any) -> Reply:
