@@ -60,7 +60,8 @@ def test_crd_schema_validates_prunes_and_defaults() -> None:
     ``EnumFail``/``Required``, converted to field errors by ``apiserver/validation.go`` ``kubeOpenAPIResultToFieldErrors``),
     answered by ``errors.NewInvalid``: 422, reason Invalid, ``<Kind>.<group> "<name>" is invalid: <errors>`` with one
     ``details.causes`` entry per field error. Create, update and patch alike; a version without a schema keeps
-    everything (``crd_test`` in ``test_httpapi.py`` covers that too)."""
+    everything (``crd_test`` in ``test_httpapi.py`` covers that too). With ``fieldValidation=Strict`` a field pruning
+    would drop is a 400 (``customresource_handler.go``'s strict decoding: ``strict decoding error: unknown field``)."""
     got: dict[str, httpx.Response] = {}
 
     async def scenario(world: h.World) -> None:
@@ -74,6 +75,7 @@ def test_crd_schema_validates_prunes_and_defaults() -> None:
             got["ok"] = await c.post(APPS, json=app("db", {"image": "pg", "port": "http", "note": None, "junk": 1,
                                                          "config": {"any": {"thing": [1]}}}, junk={"x": 1}))
             got["port"] = await c.post(APPS, json=app("web", {"image": "web", "port": 8080, "size": 10}))
+            got["strict"] = await c.post(f"{APPS}?fieldValidation=Strict", json=app("s", {"image": "s", "bogus": 1}))
             got["patch"] = await c.patch(f"{APPS}/db", content=b'{"spec":{"size":11}}', headers=MERGE)
             got["put"] = await c.put(f"{APPS}/db", json=app("db", {"image": "pg", "size": -1}))
             got["patched"] = await c.patch(f"{APPS}/db", content=b'{"spec":{"size":5,"extra":1}}', headers=MERGE)
@@ -111,6 +113,9 @@ def test_crd_schema_validates_prunes_and_defaults() -> None:
                           "size": 3, "mode": "safe"}  # pruned (junk), kept (config, nullable note), defaulted
     assert "junk" not in ok and ok["metadata"]["name"] == "db"
     assert got["port"].status_code == 201 and got["port"].json()["spec"]["port"] == 8080
+    strict = got["strict"].json()  # fieldValidation=Strict (what kubectl sends): the strict decoder's 400
+    assert got["strict"].status_code == 400 and strict["reason"] == "BadRequest"
+    assert strict["message"] == 'strict decoding error: unknown field "spec.bogus"'
 
     for what, bad in (("patch", 11), ("put", -1)):
         assert got[what].status_code == 422, (what, got[what].json())

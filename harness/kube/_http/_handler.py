@@ -280,7 +280,7 @@ class APIHandler:
 
     async def _create(self, res: Resource, p: _Path, doc: Any) -> Reply:
         """``handlers/create.go``: 201 with the object; ``generateName`` names it when ``name`` is empty."""
-        obj = self.codec.decode(self._conform(res, doc), res, p.namespace)
+        obj = self.codec.decode(self._conform(res, doc, p), res, p.namespace)
         self._manage(res, p, None, doc, obj)
         generate = str((obj.extra.get("metadata") or {}).get("generateName") or "")
         if not obj.name and not generate:
@@ -300,7 +300,7 @@ class APIHandler:
 
     async def _update(self, res: Resource, p: _Path, ns: str, doc: Any) -> Reply:
         """``handlers/update.go``: the body's resourceVersion is the precondition (409 Conflict when stale)."""
-        obj = self.codec.decode(self._conform(res, doc), res, ns)
+        obj = self.codec.decode(self._conform(res, doc, p), res, ns)
         live = self.api.peek(res.kind, ns, p.name)
         self._manage(res, p, None if live is None else self.codec.encode(live, res), doc, obj)
         if obj.name != p.name:
@@ -334,7 +334,7 @@ class APIHandler:
         def build(cur: KubeObject) -> KubeObject:
             doc = self.codec.encode(cur, res)
             patched = apply(doc, patch)
-            new = self.codec.decode(self._conform(res, patched), res, ns)
+            new = self.codec.decode(self._conform(res, patched, p), res, ns)
             self._manage(res, p, doc, patched, new)
             if new.name != cur.name:
                 raise BadRequest(f"the name of the object ({new.name}) does not match the name on the URL ({cur.name})")
@@ -377,7 +377,7 @@ class APIHandler:
             merged, managers = apply(None if cur is None else self.codec.encode(cur, res), cfg, manager,
                                      res.api_version, time, force)
             merged.setdefault("metadata", {}).update({"name": p.name} if cur is None else {})
-            new = self.codec.decode(self._conform(res, merged), res, ns)
+            new = self.codec.decode(self._conform(res, merged, p), res, ns)
             if new.name != p.name:
                 raise BadRequest(f"the name of the object ({new.name}) does not match the name on the URL ({p.name})")
             if cur is not None:
@@ -448,14 +448,16 @@ class APIHandler:
         return Reply(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                            "details": details})
 
-    def _conform(self, res: Resource, doc: Any) -> Any:
+    def _conform(self, res: Resource, doc: Any, p: _Path) -> Any:
         """A custom resource's body pruned, defaulted and validated by its CRD version's structural schema
-        (``_schema.py``); a built-in's body, or one whose CRD version has no schema, as it came."""
+        (``_schema.py``; ``fieldValidation=Strict`` makes a pruned field a 400); a built-in's body, or one whose
+        CRD version has no schema, as it came."""
         if res.builtin or not isinstance(doc, dict):
             return doc
         crd = self.api._store.get(CRD_KIND, {}).get(f"{res.plural}.{res.group}")
         schema = version_schema(crd.spec, res.version) if crd is not None else None
-        return doc if schema is None else conform(doc, schema, res.kind, res.group)
+        strict = p.query.get("fieldValidation") == "Strict"
+        return doc if schema is None else conform(doc, schema, res.kind, res.group, strict)
 
     async def _watch(self, res: Resource, p: _Path, client: str, options: WatchOptions) -> Reply:
         """``handlers/watch.go`` over the watch cache: see :class:`_Watch`."""

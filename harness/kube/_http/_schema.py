@@ -28,6 +28,7 @@ from typing import Any
 
 from .._errors import Invalid
 from .._objects import copy_json
+from ._status import BadRequest
 
 #: the fields every object keeps whatever its schema says (``pruning.PruneWithOptions`` at the root, isResourceRoot)
 _ROOT_FIELDS = ("apiVersion", "kind", "metadata")
@@ -88,10 +89,16 @@ def version_schema(crd_spec: dict[str, Any], version: str) -> dict[str, Any] | N
     return None
 
 
-def conform(doc: dict[str, Any], schema: dict[str, Any], kind: str, group: str) -> dict[str, Any]:
-    """``doc`` pruned and defaulted by ``schema``, or :class:`SchemaInvalid` naming every field that breaks it."""
+def conform(doc: dict[str, Any], schema: dict[str, Any], kind: str, group: str, strict: bool = False) -> dict[str, Any]:
+    """``doc`` pruned and defaulted by ``schema``, or :class:`SchemaInvalid` naming every field that breaks it.
+
+    ``strict`` (``fieldValidation=Strict``): a field pruning would drop is a 400 instead, as the strict decoder
+    answers (``strict decoding error: unknown field "spec.x"``)."""
     out: dict[str, Any] = copy_json(doc)
-    _prune(out, schema, root=True)
+    dropped: list[str] = []
+    _prune(out, schema, root=True, path="", dropped=dropped)
+    if strict and dropped:
+        raise BadRequest("strict decoding error: " + ", ".join(f'unknown field "{d}"' for d in dropped))
     _default(out, schema)
     _prune(out, schema, root=True)  # a default is pruned as the object is (defaulting.PruneDefaults)
     errors: list[FieldError] = [FieldError("FieldValueRequired", key) for key in schema.get("required") or []
@@ -109,7 +116,8 @@ def _preserves(schema: dict[str, Any]) -> bool:
     return bool(schema.get("x-kubernetes-preserve-unknown-fields"))
 
 
-def _prune(value: Any, schema: dict[str, Any], root: bool = False) -> None:
+def _prune(value: Any, schema: dict[str, Any], root: bool = False, path: str = "",
+           dropped: list[str] | None = None) -> None:
     """``pruning.Prune``: an object keeps only the properties its schema names (or all, when it preserves
     unknown fields, or those ``additionalProperties`` describes); arrays prune each item by ``items``."""
     if isinstance(value, dict):
@@ -119,16 +127,19 @@ def _prune(value: Any, schema: dict[str, Any], root: bool = False) -> None:
         for key in list(value):
             if root and key in _ROOT_FIELDS:
                 continue  # metadata is ObjectMeta's, whatever the schema says of it
+            at = f"{path}.{key}" if path else key
             if key in props:
                 if isinstance(props[key], dict):
-                    _prune(value[key], props[key])
+                    _prune(value[key], props[key], path=at, dropped=dropped)
             elif isinstance(extra, dict):
-                _prune(value[key], extra)
+                _prune(value[key], extra, path=f"{path}[{key}]", dropped=dropped)
             elif not (_preserves(schema) or extra is True or (embedded and key in _ROOT_FIELDS)):
                 del value[key]
+                if dropped is not None:
+                    dropped.append(at)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for item in value:
-            _prune(item, schema["items"])
+        for i, item in enumerate(value):
+            _prune(item, schema["items"], path=f"{path}[{i}]", dropped=dropped)
 
 
 def _default(value: Any, schema: dict[str, Any]) -> None:
