@@ -231,7 +231,8 @@ def test_server_side_apply_field_ownership() -> None:
     ``managedFields`` lists per manager and operation the fields set (``FieldsV1``, ``k:{"name":...}`` for a container);
     setting a field an Update manager owns to another value is 409 with ``internal.NewConflictError``'s message and
     ``FieldManagerConflict`` causes, the same value co-owns it, ``force=true`` takes it; a field the applier stops
-    naming is removed when nobody else owns it; ``containers`` merge by name (``x-kubernetes-list-map-keys``)."""
+    naming is removed when nobody else owns it; ``containers`` merge by name (``x-kubernetes-list-map-keys``);
+    an apply to ``/status`` writes status alone and creates nothing (the status store has no create)."""
     got: dict[str, httpx.Response] = {}
 
     def body(replicas: int, containers: str = WEB, labels: str = "") -> bytes:
@@ -252,6 +253,9 @@ def test_server_side_apply_field_ownership() -> None:
             got["dropped"] = await c.patch(f"{DEPLOYS}/web?fieldManager=bob", content=body(3), headers=APPLY)
             got["sidecar"] = await c.patch(f"{DEPLOYS}/web?fieldManager=carol",
                                            content=body(3, "{name: side, image: busybox}"), headers=APPLY)
+            status = b'{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"status":{"replicas":3}}'
+            got["status"] = await c.patch(f"{DEPLOYS}/web/status?fieldManager=ctrl", content=status, headers=APPLY)
+            got["nostatus"] = await c.patch(f"{DEPLOYS}/gone/status?fieldManager=ctrl", content=status, headers=APPLY)
             got["json"] = await c.patch("/api/v1/namespaces/default/configmaps/cfg?fieldManager=bob", headers=APPLY,
                                         content=b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg"},'
                                                 b'"data":{"a":"1"}}')
@@ -283,6 +287,8 @@ def test_server_side_apply_field_ownership() -> None:
     assert [c["name"] for c in sidecar["spec"]["template"]["spec"]["containers"]] == ["web", "side"]
     assert 'k:{"name":"side"}' in owned(sidecar)[("carol", "Apply")]["fieldsV1"]["f:spec"]["f:template"]["f:spec"][
         "f:containers"]
+    assert got["status"].status_code == 200 and got["status"].json()["status"] == {"replicas": 3}
+    assert got["status"].json()["spec"]["replicas"] == 3 and got["nostatus"].status_code == 404  # no create on /status
     cfg = got["json"].json()
     assert got["json"].status_code == 201 and cfg["data"] == {"a": "1"}
     assert list(owned(cfg)) == [("bob", "Apply")]

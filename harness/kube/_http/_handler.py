@@ -385,7 +385,8 @@ class APIHandler:
             new.extra.setdefault("metadata", {})["managedFields"] = managers
             return new
 
-        if self.api.peek(res.kind, ns, p.name) is None:  # apply creates (patcher.go: createOnApply)
+        status_only = p.subresource == "status"  # an apply to /status writes status alone, as a status patch
+        if self.api.peek(res.kind, ns, p.name) is None and not status_only:  # apply creates (createOnApply)
             obj = build(None)
             obj.uid, obj.resource_version = "", 0
             if p.dry:
@@ -393,11 +394,13 @@ class APIHandler:
                 del doc["metadata"]["resourceVersion"]
                 return Reply(201, doc)
             return Reply(201, self.codec.encode(await self.api.create(obj), res))
+        verb = "patch_status" if status_only else "patch"
         if p.dry:
-            return Reply(200, self.codec.encode(DryRun(self.api).rewrite("patch", res.kind, ns, p.name, build,
-                                                                         status_only=False, keep_status=res.status),
-                                                res))
-        out = await self.api._rewrite("patch", res.kind, ns, p.name, build, status_only=False, keep_status=res.status)
+            out = DryRun(self.api).rewrite(verb, res.kind, ns, p.name, build, status_only=status_only,
+                                           keep_status=res.status)
+        else:
+            out = await self.api._rewrite(verb, res.kind, ns, p.name, build, status_only=status_only,
+                                          keep_status=res.status)
         return Reply(200, self.codec.encode(out, res))
 
     async def _delete(self, res: Resource, p: _Path, ns: str, doc: Any) -> Reply:
