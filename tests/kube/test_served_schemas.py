@@ -61,7 +61,7 @@ def test_crd_schema_validates_prunes_and_defaults() -> None:
     answered by ``errors.NewInvalid``: 422, reason Invalid, ``<Kind>.<group> "<name>" is invalid: <errors>`` with one
     ``details.causes`` entry per field error. Create, update and patch alike; a version without a schema keeps
     everything (``crd_test`` in ``test_httpapi.py`` covers that too). With ``fieldValidation=Strict`` a field pruning
-    would drop is a 400 (``customresource_handler.go``'s strict decoding: ``strict decoding error: unknown field``)."""
+    would drop is a 400 (the strict decoder's error through ``handlers/create.go``'s ``transformDecodeError``)."""
     got: dict[str, httpx.Response] = {}
 
     async def scenario(world: h.World) -> None:
@@ -115,7 +115,8 @@ def test_crd_schema_validates_prunes_and_defaults() -> None:
     assert got["port"].status_code == 201 and got["port"].json()["spec"]["port"] == 8080
     strict = got["strict"].json()  # fieldValidation=Strict (what kubectl sends): the strict decoder's 400
     assert got["strict"].status_code == 400 and strict["reason"] == "BadRequest"
-    assert strict["message"] == 'strict decoding error: unknown field "spec.bogus"'
+    assert strict["message"] == ('App in version "v1" cannot be handled as a App: strict decoding error: '
+                                 'unknown field "spec.bogus"')
 
     for what, bad in (("patch", 11), ("put", -1)):
         assert got[what].status_code == 422, (what, got[what].json())

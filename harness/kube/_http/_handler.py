@@ -460,7 +460,7 @@ class APIHandler:
         crd = self.api._store.get(CRD_KIND, {}).get(f"{res.plural}.{res.group}")
         schema = version_schema(crd.spec, res.version) if crd is not None else None
         strict = p.query.get("fieldValidation") == "Strict"
-        return doc if schema is None else conform(doc, schema, res.kind, res.group, strict)
+        return doc if schema is None else conform(doc, schema, res.kind, res.group, strict, res.version)
 
     async def _watch(self, res: Resource, p: _Path, client: str, options: WatchOptions) -> Reply:
         """``handlers/watch.go`` over the watch cache: see :class:`_Watch`."""

@@ -89,16 +89,19 @@ def version_schema(crd_spec: dict[str, Any], version: str) -> dict[str, Any] | N
     return None
 
 
-def conform(doc: dict[str, Any], schema: dict[str, Any], kind: str, group: str, strict: bool = False) -> dict[str, Any]:
+def conform(doc: dict[str, Any], schema: dict[str, Any], kind: str, group: str, strict: bool = False,
+            version: str = "") -> dict[str, Any]:
     """``doc`` pruned and defaulted by ``schema``, or :class:`SchemaInvalid` naming every field that breaks it.
 
     ``strict`` (``fieldValidation=Strict``): a field pruning would drop is a 400 instead, as the strict decoder
-    answers (``strict decoding error: unknown field "spec.x"``)."""
+    answers through ``handlers``' ``transformDecodeError`` (``App in version "v1" cannot be handled as a App:
+    strict decoding error: unknown field "spec.x"``)."""
     out: dict[str, Any] = copy_json(doc)
     dropped: list[str] = []
     _prune(out, schema, root=True, path="", dropped=dropped)
     if strict and dropped:
-        raise BadRequest("strict decoding error: " + ", ".join(f'unknown field "{d}"' for d in dropped))
+        raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: '
+                         + ", ".join(f'unknown field "{d}"' for d in dropped))
     _default(out, schema)
     _prune(out, schema, root=True)  # a default is pruned as the object is (defaulting.PruneDefaults)
     errors: list[FieldError] = [FieldError("FieldValueRequired", key) for key in schema.get("required") or []
