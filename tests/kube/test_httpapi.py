@@ -276,7 +276,9 @@ def test_crd_created_through_the_api_is_served() -> None:
     assert got["merge"]["metadata"]["generation"] == 2
     assert got["status"]["status"] == {"ignored": True, "ready": True} and got["status"]["spec"] == {"size": 2}
     assert got["unconditional"].status_code == 422  # a custom resource's update needs a resourceVersion
-    assert got["model"] is not None and got["model"].spec == {"size": 2} and got["model"].extra == {"extra": {"kept": [1, 2]}}
+    model = got["model"]
+    assert model is not None and model.spec == {"size": 2} and model.extra["extra"] == {"kept": [1, 2]}
+    assert set(model.extra) == {"extra", "metadata"} and set(model.extra["metadata"]) == {"managedFields"}
 
 
 def _watch_scenario(collected: list[Any], *, rv: str | None = None, compact: bool = False, more: bool = False,

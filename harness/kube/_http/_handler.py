@@ -17,7 +17,9 @@ from .._apiserver import APIServer
 from .._errors import ApiError, Invalid, NotFound
 from .._namespaces import lifecycle_refusal, prepare_namespace
 from .._objects import KubeObject
+from ._apply import apply, parse_apply, track_update
 from ._codec import (
+    APPLY_PATCH,
     JSON,
     JSON_PATCH,
     MERGE_PATCH,
@@ -30,6 +32,7 @@ from ._codec import (
 )
 from ._dryrun import DRY_RUN_ALL, DryRun
 from ._names import validate_name
+from ._openapi import document as openapi_document
 from ._patches import json_merge_patch, json_patch, strategic_merge_patch
 from ._resources import (
     BUILTIN_RESOURCES,
@@ -42,8 +45,9 @@ from ._resources import (
     crd_resources,
 )
 from ._scale import scale_discovery, serve_scale
+from ._schema import conform, version_schema
 from ._selectors import _fields_match, parse_field_selector, parse_label_selector, selects
-from ._status import BadRequest, Forbidden, MethodNotSupported, UnsupportedMediaType, status_body
+from ._status import BadRequest, Forbidden, MethodNotSupported, NotAcceptable, UnsupportedMediaType, status_body
 from ._table import as_table, wants_table
 from ._watch import WatchOptions, _Watch
 
@@ -126,6 +130,8 @@ class APIHandler:
         and fault flags."""
         url = urlsplit(target)
         query = dict(parse_qsl(url.query, keep_blank_values=True))
+        if url.path.startswith("/openapi/"):
+            return self._openapi(method, url.path, headers.get("accept", ""))
         where = _split(url.path)
         if isinstance(where, str):
             return self._discovery(method, where)
@@ -133,6 +139,7 @@ class APIHandler:
         if res is None:
             return Reply(404, status_body(NotFound("the server could not find the requested resource")))
         where.query = query
+        where.agent = headers.get("user-agent", "")
         try:
             reply = await self._serve(method.upper(), res, where, headers, body, client, options or WatchOptions())
             if method.upper() == "GET" and reply.watch is None and not where.subresource and wants_table(headers):
@@ -242,6 +249,25 @@ class APIHandler:
                                          *(f"/apis/{g}/{v}" for g, vs in groups.items() for v in vs)]})
         return Reply(404, status_body(NotFound("the server could not find the requested resource")))
 
+    def _openapi(self, method: str, path: str, accept: str) -> Reply:
+        """``/openapi/v2`` and ``/openapi/v3[/<group-version>]`` (``_openapi.py``): upstream's built-in schemas and
+        each CRD version's, for kubectl's validation and ``explain``. JSON only: a request that accepts nothing
+        else (kubectl asks v2 as protobuf) is 406, as kube-openapi's handler answers a type it cannot serve."""
+        if method.upper() != "GET":
+            return Reply(405, status_body(MethodNotSupported("the server does not allow this method")))
+        if accept and "json" not in accept and "*/*" not in accept:
+            return Reply(406, status_body(NotAcceptable("only application/json is served for OpenAPI documents")))
+        served = self.resources()
+        crd_schemas: dict[Resource, dict[str, Any] | None] = {}
+        for crd in self.api._store.get(CRD_KIND, {}).values():
+            if crd.deletion_timestamp is None:
+                for r in crd_resources(crd):
+                    crd_schemas[r] = version_schema(crd.spec, r.version)
+        doc = openapi_document(path.rstrip("/"), served, crd_schemas)
+        if doc is None:
+            return Reply(404, status_body(NotFound("the server could not find the requested resource")))
+        return Reply(200, doc)
+
     # ------------------------------------------------------------------ verbs
     async def _list(self, res: Resource, p: _Path) -> Reply:
         """``handlers/get.go`` ListResource: selectors, resourceVersion semantics, limit/continue (key order)."""
@@ -276,7 +302,8 @@ class APIHandler:
 
     async def _create(self, res: Resource, p: _Path, doc: Any) -> Reply:
         """``handlers/create.go``: 201 with the object; ``generateName`` names it when ``name`` is empty."""
-        obj = self.codec.decode(doc, res, p.namespace)
+        obj = self.codec.decode(self._conform(res, doc, p), res, p.namespace)
+        self._manage(res, p, None, doc, obj)
         generate = str((obj.extra.get("metadata") or {}).get("generateName") or "")
         if not obj.name and not generate:
             raise Invalid(f'{res.kind} "" is invalid: metadata.name: Required value: name or generateName is '
@@ -298,7 +325,9 @@ class APIHandler:
 
     async def _update(self, res: Resource, p: _Path, ns: str, doc: Any) -> Reply:
         """``handlers/update.go``: the body's resourceVersion is the precondition (409 Conflict when stale)."""
-        obj = self.codec.decode(doc, res, ns)
+        obj = self.codec.decode(self._conform(res, doc, p), res, ns)
+        live = self.api.peek(res.kind, ns, p.name)
+        self._manage(res, p, None if live is None else self.codec.encode(live, res), doc, obj)
         if obj.name != p.name:
             raise BadRequest(f"the name of the object ({obj.name}) does not match the name on the URL ({p.name})")
         if p.dry:
@@ -317,8 +346,10 @@ class APIHandler:
 
     async def _patch(self, res: Resource, p: _Path, ns: str, ctype: str, body: bytes) -> Reply:
         """``handlers/patch.go``: the patch is applied to the object read at the commit (never a lost update)."""
+        if ctype == APPLY_PATCH:
+            return await self._apply(res, p, ns, body)
         accepted = [JSON_PATCH, MERGE_PATCH] + ([STRATEGIC_MERGE_PATCH] if res.builtin else [])
-        if ctype not in accepted:  # apply-patch+yaml (server-side apply) is not served
+        if ctype not in accepted:
             raise UnsupportedMediaType.of(accepted)
         patch = _parse(body)
         apply: Callable[[Any, Any], Any] = {JSON_PATCH: json_patch, MERGE_PATCH: json_merge_patch,
@@ -328,7 +359,8 @@ class APIHandler:
         def build(cur: KubeObject) -> KubeObject:
             doc = self.codec.encode(cur, res)
             patched = apply(doc, patch)
-            new = self.codec.decode(patched, res, ns)
+            new = self.codec.decode(self._conform(res, patched, p), res, ns)
+            self._manage(res, p, doc, patched, new)
             if new.name != cur.name:
                 raise BadRequest(f"the name of the object ({new.name}) does not match the name on the URL ({cur.name})")
             if not new.resource_version:  # a patch that does not name a revision is unconditional
@@ -342,6 +374,58 @@ class APIHandler:
             return Reply(200, self.codec.encode(out, res))
         out = await self.api._rewrite(verb, res.kind, ns, p.name, build, status_only=status_only,
                                       keep_status=res.status)
+        return Reply(200, self.codec.encode(out, res))
+
+    # ------------------------------------------------------------------ field ownership (_apply.py)
+    def _manage(self, res: Resource, p: _Path, old: dict[str, Any] | None, new_doc: Any, obj: KubeObject) -> None:
+        """An Update's ``managedFields`` on ``obj``: its ``fieldManager`` (or, as upstream defaults it, the client's
+        User-Agent up to the first ``/``) owns what it changed (``fieldmanager.FieldManager.UpdateNoErrors``)."""
+        if not isinstance(new_doc, dict):
+            return
+        manager = p.query.get("fieldManager") or p.agent.split("/")[0] or "unknown"
+        managers = track_update(old, new_doc, manager, res.api_version, self.codec.timestamp(self.world.now))
+        meta = obj.extra.setdefault("metadata", {})
+        if managers:
+            meta["managedFields"] = managers
+
+    async def _apply(self, res: Resource, p: _Path, ns: str, body: bytes) -> Reply:
+        """Server-side apply (``handlers/patch.go`` ``applyPatcher``): the body, YAML or JSON, is the manager's whole
+        intent; ``fieldManager`` is required; the object is created when it does not exist."""
+        manager = p.query.get("fieldManager", "")
+        if not manager:
+            raise Invalid('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for '
+                          "apply patch")
+        cfg = parse_apply(body)
+        force, time = _query_bool(p.query, "force"), self.codec.timestamp(self.world.now)
+
+        def build(cur: KubeObject | None) -> KubeObject:
+            merged, managers = apply(None if cur is None else self.codec.encode(cur, res), cfg, manager,
+                                     res.api_version, time, force)
+            merged.setdefault("metadata", {}).update({"name": p.name} if cur is None else {})
+            new = self.codec.decode(self._conform(res, merged, p), res, ns)
+            if new.name != p.name:
+                raise BadRequest(f"the name of the object ({new.name}) does not match the name on the URL ({p.name})")
+            if cur is not None:
+                new.resource_version = cur.resource_version
+            new.extra.setdefault("metadata", {})["managedFields"] = managers
+            return new
+
+        status_only = p.subresource == "status"  # an apply to /status writes status alone, as a status patch
+        if self.api.peek(res.kind, ns, p.name) is None and not status_only:  # apply creates (createOnApply)
+            obj = build(None)
+            obj.uid, obj.resource_version = "", 0
+            if p.dry:
+                doc = self.codec.encode(DryRun(self.api).create(obj, ""), res)
+                del doc["metadata"]["resourceVersion"]
+                return Reply(201, doc)
+            return Reply(201, self.codec.encode(await self.api.create(obj), res))
+        verb = "patch_status" if status_only else "patch"
+        if p.dry:
+            out = DryRun(self.api).rewrite(verb, res.kind, ns, p.name, build, status_only=status_only,
+                                           keep_status=res.status)
+        else:
+            out = await self.api._rewrite(verb, res.kind, ns, p.name, build, status_only=status_only,
+                                          keep_status=res.status)
         return Reply(200, self.codec.encode(out, res))
 
     async def _delete(self, res: Resource, p: _Path, ns: str, doc: Any) -> Reply:
@@ -391,6 +475,17 @@ class APIHandler:
             details = {"name": p.name, "group": res.group, "kind": res.plural, "uid": out.uid}
         return Reply(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                            "details": details})
+
+    def _conform(self, res: Resource, doc: Any, p: _Path) -> Any:
+        """A custom resource's body pruned, defaulted and validated by its CRD version's structural schema
+        (``_schema.py``; ``fieldValidation=Strict`` makes a pruned field a 400); a built-in's body, or one whose
+        CRD version has no schema, as it came."""
+        if res.builtin or not isinstance(doc, dict):
+            return doc
+        crd = self.api._store.get(CRD_KIND, {}).get(f"{res.plural}.{res.group}")
+        schema = version_schema(crd.spec, res.version) if crd is not None else None
+        strict = p.query.get("fieldValidation") == "Strict"
+        return doc if schema is None else conform(doc, schema, res.kind, res.group, strict, res.version)
 
     async def _watch(self, res: Resource, p: _Path, client: str, options: WatchOptions) -> Reply:
         """``handlers/watch.go`` over the watch cache: see :class:`_Watch`."""

@@ -113,6 +113,7 @@ class _Path:
     subresource: str = ""
     query: dict[str, str] = field(default_factory=dict)
     dry: bool = False  # dryRun=All: the answer computed, nothing written
+    agent: str = ""  # the User-Agent: an Update's default field manager
 
 
 def _split(path: str) -> _Path | str:

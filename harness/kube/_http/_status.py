@@ -34,6 +34,13 @@ class MethodNotSupported(ApiError):
     code = 405
 
 
+class NotAcceptable(ApiError):
+    """406: ``negotiation.NewNotAcceptableError`` (no representation the request accepts)."""
+
+    reason = "NotAcceptable"
+    code = 406
+
+
 class UnsupportedMediaType(ApiError):
     """415: ``negotiation.NewUnsupportedMediaTypeError`` (a patch type the resource does not take)."""
 
@@ -54,10 +61,13 @@ def status_body(err: ApiError, res: Resource | None = None, name: str = "") -> d
     if given is not None:
         out["details"] = given
     elif res is not None:
+        name = name or getattr(err, "details_name", "")  # a create's Invalid names the object the body named
         details: dict[str, Any] = {"name": name} if name else {}
         if res.group:
             details["group"] = res.group
-        details["kind"] = res.plural
+        details["kind"] = getattr(err, "details_kind", res.plural)
+        if getattr(err, "causes", None):
+            details["causes"] = err.causes  # type: ignore[attr-defined]  # SchemaInvalid's field errors
         out["details"] = details
     out["code"] = err.code
     return out
