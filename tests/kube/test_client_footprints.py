@@ -83,14 +83,14 @@ def test_real_client_requests_are_footprints() -> None:
     for (_label, fp), name, rv in zip(deliveries, "ab", (3, 2), strict=True):
         event = f"ADDED ConfigMap default/{name} rv={rv}"
         assert (f"ConfigMap default/{name}", False, f"ADDED rv={rv}") in fp
-        assert (stream, True, f"op/watch/ConfigMap sends {event}") in fp
-        assert ("memory", True, f"op/watch/ConfigMap: {event}") in fp
+        assert (stream, True, f"op/watch/ConfigMap stream: {event}") in fp
+        assert ("memory", True, f"op/watch/ConfigMap delivered {event}") in fp
     # the client's read of the stream, in the step that consumes the event, reads what that delivery wrote
     reads = [(i, fp) for i, (label, fp) in enumerate(steps) if label == "op: op reads watch ConfigMap"
              and any(r == stream for r, _, _ in fp)]
     assert [next(s for r, w, s in fp if r == stream) for _i, fp in reads] == [
-        "op/watch/ConfigMap hands the client ADDED ConfigMap default/a rv=3",
-        "op/watch/ConfigMap hands the client ADDED ConfigMap default/b rv=2"]
+        "op/watch/ConfigMap stream: ADDED ConfigMap default/a rv=3",
+        "op/watch/ConfigMap stream: ADDED ConfigMap default/b rv=2"]
     for (i, _fp), (label, _d) in zip(reads, deliveries, strict=True):
         assert steps.index((label, _d)) < i  # each read comes after the delivery it reads from
     # one record for both readers: a reducing referee's chooser gets the same resources, and asking changes nothing

@@ -216,10 +216,10 @@ class _Watch:
         """
         world = self._world
         stream = f"{self.name} stream"
-        world.touch(stream, write=write, said=f"{self.name} {'sends' if write else 'hands the client'} {said}")
+        world.touch(stream, write=write, said=f"{stream}: {said}")
         mem = world.memory_of(self.client)
-        if mem is not None:
-            world.touch(mem, write=write, said=f"{self.name}: {said}")
+        if mem is not None and write:  # (each step of the client's own reads its memory: the dispatcher records it)
+            world.touch(mem, write=True, said=f"{self.name} delivered {said}")
 
     def stop(self) -> None:
         """The connection is gone (either end closed it): no more events, no timers left behind."""
