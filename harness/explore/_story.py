@@ -362,7 +362,12 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
         if len(same) > 2:  # a retry loop, a backoff doubling: its first and last occurrence
             repeats.update(same[1:-1])
             lines_of[same[-1]] += f" (the same as #{same[0]}, {len(same) - 2} time(s) between)"
-    rank = sorted((s for s in lines_of if s not in repeats), key=lambda s: (-scores[s], -s))
+    # the write the violated oracle read last (where an oracle that stops at the first wrong value stopped): always
+    # shown, whatever else competes for the room
+    last_read = next((w for w, _a in reversed(sl.edges.get(_ORACLE, ())) if w in lines_of), None)
+    if last_read is not None and room:
+        repeats.discard(last_read)
+    rank = sorted((s for s in lines_of if s not in repeats), key=lambda s: (s != last_read, -scores[s], -s))
     chosen = set(rank[:room])
     body = [_cut(lines_of[s]) for s in sorted(causal) if s in chosen]  # in the order it happened
     quiet = len(causal) - len(lines_of) - len(causal & told)  # kept, but nothing to say: a response, a wait
@@ -531,6 +536,31 @@ def _said(actor: str, label: str) -> str:
     return f"{actor}: {label}"
 
 
+#: a watch delivery's label: an informer's ("ctrl/informer/Pod deliver ADDED ns/a rv=3") or a real client's
+#: watch connection's ("app-operator/watch/Secret deliver DELETED default/db-credentials rv=9")
+_DELIVERY = re.compile(r"^(?:(?P<who>.+?)/)?(?P<via>informer|watch)/(?P<kind>[\w.]+) deliver "
+                       r"(?P<ev>ADDED|MODIFIED|DELETED|BOOKMARK)\s+(?P<key>[^\s\[]+)")
+
+
+def delivery_words(actor: str, label: str) -> tuple[str, str, str] | None:
+    """A watch delivery as a reader names it: (its event, "TYPE event of ns/name", "who's Kind watch"), or None.
+
+    "the DELETED event of default/db-credentials" and "app-operator's Secret
+    watch" (a real client's watch connection) or "scheduler's Pod informer":
+    the story's hold line and the page's sentence of why both name a held
+    delivery by its event, object and watch, not by the actor that sends it.
+    """
+    text = identity_label(label)
+    if not text.startswith(actor) and not any(f"{v}/" in text for v in ("informer", "watch")):
+        text = f"{actor} {text}"
+    m = _DELIVERY.match(text)
+    if m is None:
+        return None
+    who = f"{m['who']}'s" if m["who"] else "the"
+    via = "informer" if m["via"] == "informer" else "watch"
+    return m["ev"], f"the {m['ev']} event of {m['key']}", f"{who} {m['kind']} {via}"
+
+
 def held_span(what: Ident, records: Sequence[Record],
               by_ident: dict[tuple[str, str, str | None, int], Record]) -> tuple[Record | None, Record | None]:
     """A held action's span: the step that first passed it over (None: never), and the step it ran at (None:
@@ -643,6 +673,18 @@ def _entry_lines(plan: Sequence[Hold | Fault | Pick], records: Sequence[Record],
             if isinstance(e.until, Ident) and (u := by_ident.get(tuple(e.until))) is not None:  # type: ignore[arg-type]
                 keep.add(u.step)
             when = first.step if first is not None else ran.step if ran is not None else 1 << 30
+            words = delivery_words(what.actor, what.label)
+            if words is not None:  # a delivery: named by its event, object and watch
+                _ev, event, watch = words
+                if ran is None:
+                    out.append((when, _cut(f"held: {event} never reaches {watch}: held {start}{until}; "
+                                           f"{late[len('; it never ran: '):]}")))
+                    continue
+                late = late.replace("it ran at", "it arrived at", 1)
+                if first is not None and ran.step - 1 > first.step:
+                    until = f"until after #{ran.step - 1} ({'a hold ' if until.startswith('until ') else ''}{until})"
+                out.append((when, _cut(f"held: {event} reaches {watch} late: held {start}{until}{late}")))
+                continue
             out.append((when, _cut(f"held: {said} {start}{until}{late}")))
         elif isinstance(e, Fault):
             at = e.at

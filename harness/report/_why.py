@@ -17,26 +17,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..explore._story import held_span, occurrences
+from ..explore._story import delivery_words, held_span, occurrences
 from ..sim import VERDICTS, Ident, identity_label
 
-#: "scheduler/informer/PodGroup deliver ADDED default/pg-1": an informer's watch delivery
-_DELIVERY = re.compile(
-    r"^(?:(?P<who>.+?)/)?informer/(?P<kind>[\w.]+) deliver (?P<ev>ADDED|MODIFIED|DELETED|BOOKMARK)\s+(?P<key>[^\s\[]+)"
-)
 #: "scheduler/informer/PodGroup list": an informer's (re)list
 _LIST = re.compile(r"^(?:(?P<who>.+?)/)?informer/(?P<kind>[\w.]+) (?P<what>list|relist|watch)\b")
 
 
 def plain_action(actor: str, label: str) -> str:
-    """An action in Kubernetes words: "the ADDED event of PodGroup default/pg-1 reaching scheduler's informer"."""
+    """An action in Kubernetes words: "the ADDED event of default/pg-1 reaching scheduler's PodGroup informer"."""
     text = identity_label(label)
     if not text.startswith(actor) and "/informer/" not in text and not text.startswith("informer/"):
         text = f"{actor} {text}"
-    m = _DELIVERY.match(text)
-    if m is not None:
-        who = f"{m['who']}'s" if m["who"] else "the"
-        return f"the {m['ev']} event of {m['kind']} {m['key']} reaching {who} {m['kind']} informer"
+    words = delivery_words(actor, label)
+    if words is not None:  # the same words as the story's hold line
+        return f"{words[1]} reaching {words[2]}"
     m = _LIST.match(text)
     if m is not None:
         who = f"{m['who']}'s" if m["who"] else "the"

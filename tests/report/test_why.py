@@ -3,6 +3,7 @@ the order they happened."""
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -22,7 +23,7 @@ def _found(name: str) -> h.Counterexample:
 
 def test_plain_action_says_a_delivery_in_kubernetes_words() -> None:
     assert plain_action("scheduler/informer/PodGroup", "scheduler/informer/PodGroup deliver ADDED default/pg-1 rv=7") \
-        == "the ADDED event of PodGroup default/pg-1 reaching scheduler's PodGroup informer"
+        == "the ADDED event of default/pg-1 reaching scheduler's PodGroup informer"
     assert plain_action("informer/Pod", "informer/Pod list") == "the Pod informer's list"
     assert plain_action("worker", "worker reconcile default/a") == "worker's 'reconcile default/a'"
 
@@ -31,7 +32,7 @@ def test_page_opens_with_why_and_lists_plan_steps_in_order(tmp_path: Path) -> No
     cx = _found("volcano_deleted_jobs_3375_residual")  # three entries: a late list, a pick, a late delivery
     why = why_sentence(cx)
     assert why.startswith("Why it failed: ") and "pod bound within 40s of the scale-up" in why
-    assert "the ADDED event of PodGroup" in why and "reached scheduler's PodGroup informer" in why and "late" in why
+    assert "the ADDED event of default/podgroup-" in why and "reached scheduler's PodGroup informer" in why and "late" in why
     page = write_counterexample_html(cx, tmp_path / "cx.html", title="residual").read_text()
     assert page.index('<p class="why">Why it failed: ') < page.index('<section id="story">')
     devs = page[page.index('<ol class="devs">'):]
@@ -40,7 +41,7 @@ def test_page_opens_with_why_and_lists_plan_steps_in_order(tmp_path: Path) -> No
     assert len(items) == len(cx.plan or ()) >= 2
     firsts = []
     for item in items:
-        told = [int(n) for n in re.findall(r"#(\d+)", item.split("</span>")[0])]  # the steps its line names
+        told = [int(n) for n in re.findall(r"#(\d+)", html.unescape(item.split("</span>")[0]))]  # its line's steps
         linked = [int(n) for n in re.findall(r'href="#step-(\d+)"', item)]  # the steps linked beside it
         assert linked, item
         if told:  # a line's own steps are among the steps linked beside it: the pair is the same entry's

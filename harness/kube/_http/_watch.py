@@ -9,6 +9,7 @@ reception fault points (:func:`~harness.kube._delivery.watch_break`).
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -184,6 +185,7 @@ class _Watch:
         self._last_rv = max(self._last_rv, obj.resource_version)
         if self._world._fp is not None:  # the watch event read: the commit of that revision
             self._world.touch(obj.ref, said=f"{what} rv={obj.resource_version}", version=obj.resource_version)
+            self._touch_stream(f"{what} {obj.ref} rv={obj.resource_version}", write=True)
         self.buffer.put_nowait(_event_line(what, self._handler.codec.encode(obj, self.res)))
         self._pump()
 
@@ -198,7 +200,26 @@ class _Watch:
 
     def _close(self, how: object) -> None:
         self.stop()
+        if self._world._fp is not None:
+            self._touch_stream("the connection broke" if how is _BROKEN else "the stream ended", write=True)
         self.buffer.put_nowait(how)
+
+    def _touch_stream(self, said: str, *, write: bool) -> None:
+        """What the connection hands the client: a write into the client's memory when sent, a read when consumed.
+
+        A delivery is the server writing bytes the client's code reads later:
+        the client's process memory (as an informer handler's call writes its
+        process's, ``_informer_trace``), so the step that consumes the event
+        reads from the delivery, and the reduction never commutes the two. The
+        stream's own resource (``"<client>/watch/<Kind> stream"``) carries it
+        for a process recorded key by key, and names the event for the story.
+        """
+        world = self._world
+        stream = f"{self.name} stream"
+        world.touch(stream, write=write, said=f"{stream}: {said}")
+        mem = world.memory_of(self.client)
+        if mem is not None and write:  # (each step of the client's own reads its memory: the dispatcher records it)
+            world.touch(mem, write=True, said=f"{self.name} delivered {said}")
 
     def stop(self) -> None:
         """The connection is gone (either end closed it): no more events, no timers left behind."""
@@ -218,6 +239,8 @@ class _Watch:
         None when the stream ended; raises :class:`ConnectionResetError` when it broke.
         """
         item = await self.buffer.get(f"{self.client} reads watch {self.res.kind}")
+        if self._world._fp is not None:
+            self._touch_stream(_said(item), write=False)
         if item is _BROKEN:
             raise ConnectionResetError(f"{self.name}: the watch connection broke")
         return None if item == _END else item
@@ -242,6 +265,19 @@ class _Chunks:
         if chunk is None:
             raise StopAsyncIteration
         return chunk
+
+
+def _said(item: object) -> str:
+    """A chunk as the story names it: the event's type, object and revision, or how the stream stopped."""
+    if item is _BROKEN:
+        return "the connection broke"
+    if item == _END or not isinstance(item, bytes):
+        return "the stream ended"
+    event = json.loads(item)
+    obj = event.get("object") or {}
+    meta = obj.get("metadata") or {}
+    ref = object_ref(str(obj.get("kind", "")), str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    return f"{event.get('type')} {ref} rv={meta.get('resourceVersion', '')}"
 
 
 def _event_line(what: str, obj: dict[str, Any]) -> bytes:
