@@ -113,7 +113,9 @@ class _Dispatch(_RunState):
         label = self._adopter.wake_label
         for actor in woken:
             if actor.held and not actor.done:
-                self._register(actor, label(actor), None, None, None, self._now_ns, fresh=not actor.started)
+                # (fresh: what a task does after a wait for work or time starts afresh, as after world.sleep or an
+                # idle Queue.get; what woke it is a read of the step that did: see TaskAdopter.task_scheduled)
+                self._register(actor, label(actor), None, None, None, self._now_ns, fresh=True)
         woken.clear()
 
     async def _run_actor(self, actor: _Actor, fn: Callable[..., Awaitable[object]], args: tuple[Any, ...]) -> None:
@@ -341,6 +343,8 @@ class _Dispatch(_RunState):
         if actor.held:  # woken by Trio and held off its run queue: back on it, with what Trio sent it
             actor.held = False
             actor.started = True
+            if self._fp is not None:  # it continues from the step that woke it (see TaskAdopter.task_scheduled)
+                self._fp.append(Access(f"wake {actor.name}", False, "woken"))
             assert actor.task is not None
             GLOBAL_RUN_CONTEXT.runner.runq.append(actor.task)
         elif actor.task_parked:

@@ -48,6 +48,7 @@ import trio.lowlevel as tl
 from trio._core._run import GLOBAL_RUN_CONTEXT  # the run queue a held task is put back on
 
 from ._actors import _Actor, waiting_at
+from ._trace import Access
 
 if TYPE_CHECKING:
     from ._world import World
@@ -163,6 +164,10 @@ class TaskAdopter(trio.abc.Instrument):
         actor.trio_blocked = False
         actor.held = True
         self.woken.append(actor)
+        waker = w._current
+        if waker is not None and w._fp is not None:  # a step that wakes a task (an event set, a stream's send):
+            # the woken task's next step reads what this one wrote (the story follows it, the referee orders it)
+            w._fp.append(Access(f"wake {actor.name}", True, f"wakes {actor.name}"))
         if w._advancing and w._advance_scope is not None:
             w._advance_scope.cancel()  # something is enabled now: time stops here
 
