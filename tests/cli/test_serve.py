@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,8 +25,10 @@ data:
 """
 
 
-@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (Debian: apt-get install kubernetes-client)")
-def test_kubectl_against_serve(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def serving(tmp_path: Path) -> Iterator[tuple[Path, Callable[..., str]]]:
+    """``python -m harness serve`` on a loopback port for the test's duration: its kubeconfig and a kubectl runner
+    (``kubectl(*argv, check=True)``: stdout; a failure fails the test unless ``check=False``)."""
     kubeconfig = tmp_path / "kubeconfig"
     server = subprocess.Popen([sys.executable, "-m", "harness", "serve", "--kubeconfig", str(kubeconfig),
                                "--seconds", "60"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -34,13 +38,21 @@ def test_kubectl_against_serve(tmp_path: Path) -> None:
         assert "serving the Kubernetes API on http://127.0.0.1:" in first, first
 
         def kubectl(*argv: str, check: bool = True) -> str:
-            # openapi is not served: kubectl's client-side validation must be off (--validate=false)
             done = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), *argv], capture_output=True,
                                   text=True, timeout=30)
             if check and done.returncode != 0:
                 pytest.fail(f"kubectl {' '.join(argv)} exited {done.returncode}: {done.stderr}")
             return done.stdout
 
+        yield kubeconfig, kubectl
+    finally:
+        server.terminate()
+        server.communicate(timeout=10)
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (Debian: apt-get install kubernetes-client)")
+def test_kubectl_against_serve(tmp_path: Path) -> None:
+    with serving(tmp_path) as (kubeconfig, kubectl):
         manifest = tmp_path / "cm.yaml"
         manifest.write_text(CONFIGMAP % "one")
         assert "configmap/demo created" in kubectl("apply", "--validate=false", "-f", str(manifest))
@@ -65,9 +77,6 @@ def test_kubectl_against_serve(tmp_path: Path) -> None:
         kinds = [e["type"] for e in events]
         assert kinds[0] == "ADDED" and kinds[-1] == "DELETED" and "MODIFIED" in kinds, kinds
         assert json.loads(kubectl("get", "configmaps", "-o", "json"))["items"] == []
-    finally:
-        server.terminate()
-        server.communicate(timeout=10)
 
 
 def _documents(text: str) -> list[str]:
@@ -135,21 +144,7 @@ def test_kubectl_scale_cascade_and_namespaces_against_serve(tmp_path: Path) -> N
     """Issue 49 items 1, 3 and 10 through kubectl 1.32: the cluster's namespaces are there, `kubectl scale` goes
     through the scale subresource, and `kubectl delete --cascade=foreground` finishes with the dependents gone (the
     garbage collector runs in `serve`), as on a cluster."""
-    kubeconfig = tmp_path / "kubeconfig"
-    server = subprocess.Popen([sys.executable, "-m", "harness", "serve", "--kubeconfig", str(kubeconfig),
-                               "--seconds", "60"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        assert server.stdout is not None
-        first = server.stdout.readline()
-        assert "serving the Kubernetes API on http://127.0.0.1:" in first, first
-
-        def kubectl(*argv: str) -> str:
-            done = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), *argv], capture_output=True,
-                                  text=True, timeout=30)
-            if done.returncode != 0:
-                pytest.fail(f"kubectl {' '.join(argv)} exited {done.returncode}: {done.stderr}")
-            return done.stdout
-
+    with serving(tmp_path) as (_kubeconfig, kubectl):
         names = kubectl("get", "namespaces", "-o", "jsonpath={.items[*].metadata.name}").split()
         assert sorted(names) == ["default", "kube-node-lease", "kube-public", "kube-system"]
         deploy = tmp_path / "deploy.yaml"
@@ -163,9 +158,6 @@ def test_kubectl_scale_cascade_and_namespaces_against_serve(tmp_path: Path) -> N
         kubectl("apply", "--validate=false", "-f", str(rs))
         kubectl("delete", "deploy", "web", "--cascade=foreground", "--timeout=20s")
         assert json.loads(kubectl("get", "deploy,rs", "-o", "json"))["items"] == []
-    finally:
-        server.terminate()
-        server.communicate(timeout=10)
 
 
 DEPLOYMENT = """apiVersion: apps/v1
