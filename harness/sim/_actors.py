@@ -13,8 +13,9 @@ import functools
 import linecache
 import os
 import sysconfig
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -46,6 +47,17 @@ def _whose(path: str) -> int:
     return 1 if resolved.startswith(_PACKAGES) else 2
 
 
+def awaited_frames(task: tl.Task) -> Iterator[FrameType]:
+    """The frames of a task's chain of awaited coroutines (``cr_await``), outermost first: where it waits."""
+    coro: Any = task.coro
+    for _ in range(200):  # a chain of awaits, never a cycle; bounded all the same
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is None:
+            return
+        yield frame
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+
+
 def waiting_at(task: tl.Task | None) -> str | None:
     """``model.py:88 in scenario (await done.wait(...))``: the innermost line of the model's own code a task awaits on.
 
@@ -57,16 +69,11 @@ def waiting_at(task: tl.Task | None) -> str | None:
     """
     if task is None:
         return None
-    coro: Any = task.coro
     found: tuple[int, Any] | None = None
-    for _ in range(200):  # a chain of awaits, never a cycle; bounded all the same
-        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
-        if frame is None:
-            break
+    for frame in awaited_frames(task):
         whose = _whose(frame.f_code.co_filename)
         if whose and (found is None or whose >= found[0]):
             found = (whose, frame)
-        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
     if found is None:
         return None
     frame = found[1]

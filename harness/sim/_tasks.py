@@ -41,13 +41,13 @@ primitive would need a twin); the instrument sees them all, present and future.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 import trio.lowlevel as tl
 from trio._core._run import GLOBAL_RUN_CONTEXT  # the run queue a held task is put back on
 
-from ._actors import _Actor, waiting_at
+from ._actors import _Actor, awaited_frames, waiting_at
 from ._trace import Access
 
 if TYPE_CHECKING:
@@ -71,30 +71,13 @@ def task_name(task: tl.Task) -> str:
 
 
 def blocked_outside(task: tl.Task) -> str | None:
-    """What a blocked task waits on that only the real clock can end (I/O, a thread), or None."""
-    coro: Any = task.coro
-    for _ in range(200):
-        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
-        if frame is None:
-            break
-        what = _OUTSIDE.get(frame.f_code.co_name)
-        if what is not None:
-            return what
-        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
-    return None
+    """What a blocked task waits on that only the real clock can end (I/O, a thread, a child process), or None."""
+    return next((what for f in awaited_frames(task) if (what := _OUTSIDE.get(f.f_code.co_name)) is not None), None)
 
 
 def sleeping(task: tl.Task) -> bool:
     """Whether a blocked task is in a raw ``trio.sleep``/``anyio.sleep`` (its deadline will wake it)."""
-    coro: Any = task.coro
-    for _ in range(200):
-        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
-        if frame is None:
-            break
-        if frame.f_code.co_name == "sleep_until":
-            return True
-        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
-    return False
+    return any(f.f_code.co_name == "sleep_until" for f in awaited_frames(task))
 
 
 class SpawnHook(trio.abc.Instrument):
