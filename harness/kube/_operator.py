@@ -34,14 +34,17 @@ from typing import Any
 
 import trio
 
+from harness.sim._asyncio import WorldLoop
+
 from ._apiserver import APIServer
 from ._errors import ProcessCrashed
-from ._http._environment import ROUTE, install, kubeconfig_path
+from ._http._aio import ClusterNetwork
+from ._http._environment import ROUTE, install, kubeconfig_path, point_clients_at
 from ._http._httpx import Transport
 from ._process import ControllerProcess
 
 #: loggers of the HTTP stack that log every request at INFO: kept to warnings, so notes are the operator's own
-_TRANSPORT_LOGGERS = ("httpx", "httpx2", "httpcore", "hpack", "h11", "h2")
+_TRANSPORT_LOGGERS = ("httpx", "httpx2", "httpcore", "hpack", "h11", "h2", "aiohttp", "asyncio")
 
 
 class Operator:
@@ -66,6 +69,7 @@ class Operator:
         watch_drops: bool = False,
         watch_ends: bool = False,
         compactions: bool = False,
+        asyncio: bool = False,
     ) -> None:
         """``main(*args)`` is the operator's entry point; ``env`` adds environment variables for its run.
 
@@ -74,7 +78,9 @@ class Operator:
         ``max_lag``, ``latency`` and the watch fault flags are its watch
         connections' (as ``api.transport()``'s). ``log``: its ``logging`` records
         at ``log_level`` and above, of ``loggers`` (default: every logger),
-        become notes.
+        become notes. ``asyncio``: ``main`` is asyncio code (``asyncio.run(main())``
+        as it ships), run on a loop the world drives (``harness.sim._asyncio``),
+        its aiohttp connections reaching this apiserver in process.
         """
         self.api = api
         self.world = api._world
@@ -83,6 +89,7 @@ class Operator:
         self.args = args
         self.env = dict(env or {})
         self.log = log
+        self.asyncio = asyncio
         self.log_level = log_level
         self.loggers = loggers
         self._transport_options: dict[str, Any] = {
@@ -113,6 +120,7 @@ class Operator:
         """Set the operator's environment for the run and start ``main`` (an actor named after the operator)."""
         install()
         self._set_env({"KUBECONFIG": kubeconfig_path(), **self.env})
+        self.world.on_end(point_clients_at(kubeconfig_path()))
         if self.log:
             self.world.capture_logging(*self.loggers, level=self.log_level)
             self.world.capture_logging(*_TRANSPORT_LOGGERS, level=max(self.log_level, logging.WARNING))
@@ -150,7 +158,11 @@ class Operator:
         with trio.CancelScope() as scope:
             self.process.on_crash(scope.cancel)  # a crash ends every task of the operator where it waits
             try:
-                await self.main(*self.args)
+                if self.asyncio and transport is not None:
+                    loop = WorldLoop(self.world, ClusterNetwork(transport))
+                    await loop.run(self.main(*self.args))
+                else:
+                    await self.main(*self.args)
             except* ProcessCrashed:
                 crashed = True
         if crashed or scope.cancelled_caught:

@@ -47,15 +47,25 @@ def _whose(path: str) -> int:
     return 1 if resolved.startswith(_PACKAGES) else 2
 
 
+#: a Trio task that runs another library's coroutines (an asyncio task's host, ``_asyncio.py``) -> where those wait
+FOREIGN_FRAMES: dict[tl.Task, Callable[[], Iterator[FrameType]]] = {}
+
+
 def awaited_frames(task: tl.Task) -> Iterator[FrameType]:
-    """The frames of a task's chain of awaited coroutines (``cr_await``), outermost first: where it waits."""
+    """The frames of a task's chain of awaited coroutines (``cr_await``), outermost first: where it waits.
+
+    A Trio task hosting an asyncio task continues into that task's chain: that is where the model's code waits.
+    """
     coro: Any = task.coro
     for _ in range(200):  # a chain of awaits, never a cycle; bounded all the same
         frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
         if frame is None:
-            return
+            break
         yield frame
         coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    foreign = FOREIGN_FRAMES.get(task)
+    if foreign is not None:
+        yield from foreign()
 
 
 def waiting_at(task: tl.Task | None) -> str | None:

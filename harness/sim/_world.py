@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 import trio.lowlevel as tl
 import trio.testing
+from trio._core._run import GLOBAL_RUN_CONTEXT  # held tasks go back on it when the run stops
 
 from ._actors import MAIN_ACTOR, _Actor, _call_with_params, waiting_at
 from ._choice import Chooser, _Canonical
@@ -273,6 +274,7 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
                         await self._control()
                     finally:
                         self._stopping = True
+                        self._release_held()
                         nursery.cancel_scope.cancel()
             except KeyboardInterrupt:
                 self._interrupted = True
@@ -290,6 +292,15 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
             self._run_on_end()
         if adopter is not None and adopter.failed is not None and self._reraise is None:
             self._reraise = adopter.failed  # the harness's own error, never a verdict about the model
+
+    def _release_held(self) -> None:
+        """The run stops: tasks Trio woke and the world held off its run queue go back on it, so they can be
+        cancelled (held, Trio counts them as scheduled, and a cancellation would wait for them forever)."""
+        runq = GLOBAL_RUN_CONTEXT.runner.runq
+        for a in self._actors:
+            if a.held and a.task is not None and not a.done:
+                a.held = False
+                runq.append(a.task)
 
     def on_end(self, fn: Callable[[], object]) -> None:
         """Call ``fn()`` when the run ends, however it ends (a verdict, a stop, an error), after every actor stopped.

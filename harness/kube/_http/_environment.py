@@ -121,3 +121,31 @@ def _routed(original: Callable[[Any, Any], Awaitable[Any]]) -> Callable[[Any, An
 
     handle_async_request.__wrapped__ = original  # type: ignore[attr-defined]
     return handle_async_request
+
+
+#: client libraries that read ``KUBECONFIG`` once, when imported, into a module constant ``load_kube_config`` reads
+_KUBECONFIG_READERS = ("kubernetes.config.kube_config", "kubernetes_asyncio.config.kube_config")
+
+
+def point_clients_at(path: str) -> Callable[[], None]:
+    """Make the kubeconfig default of client libraries imported before the run ``path``; returns the undo.
+
+    The official client (and ``kubernetes_asyncio``) read ``KUBECONFIG`` into
+    ``KUBE_CONFIG_DEFAULT_LOCATION`` at import, so an operator whose process
+    imported them before the run started would read another kubeconfig than
+    the environment names, which a fresh process would not.
+    """
+    import sys
+
+    saved: list[tuple[Any, Any]] = []
+    for name in _KUBECONFIG_READERS:
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "KUBE_CONFIG_DEFAULT_LOCATION"):
+            saved.append((module, module.KUBE_CONFIG_DEFAULT_LOCATION))
+            module.KUBE_CONFIG_DEFAULT_LOCATION = path  # type: ignore[attr-defined]
+
+    def undo() -> None:
+        for module, value in saved:
+            module.KUBE_CONFIG_DEFAULT_LOCATION = value
+
+    return undo

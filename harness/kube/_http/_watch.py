@@ -83,6 +83,27 @@ class _Watch:
         self._end_timer: TimerHandle | None = None
         self._stop: Callable[[], None] | None = None
         self.closed = False
+        #: where chunks go instead of the buffer: a connection that is pushed to (asyncio's protocols), not read
+        self._sink: Callable[[object], None] | None = None
+
+    def _put(self, item: object) -> None:
+        if self._sink is not None:
+            self._sink(item)
+        else:
+            self.buffer.put_nowait(item)
+
+    def attach(self, sink: Callable[[object], None]) -> None:
+        """Push every chunk to ``sink`` as it is sent (``b""``: the end; anything else not bytes: a broken
+        connection) instead of keeping it for :meth:`read`; what was sent before goes at once."""
+        pending = self.buffer._items
+        while pending:
+            sink(pending.popleft())
+        self._sink = sink
+
+    @staticmethod
+    def broken(item: object) -> bool:
+        """Whether a chunk handed to a sink says the connection broke."""
+        return item is _BROKEN
 
     def _matches(self, obj: KubeObject) -> bool:
         return ((self._namespace is None or obj.namespace == self._namespace) and selects(self._labels, obj.labels)
@@ -107,8 +128,8 @@ class _Watch:
                 if world.noting:
                     world.note(f"{self.name}: watch from rv={start} is too old (compacted at rv={api.compacted_rv}): "
                                "an ERROR event with a 410 Status", kind="watch", rv=start)
-                self.buffer.put_nowait(_event_line("ERROR", status_body(err)))
-                self.buffer.put_nowait(_END)
+                self._put(_event_line("ERROR", status_body(err)))
+                self._put(_END)
                 self.closed = True
                 return
             self._passing = {o.key for o in api.snapshot_at(kind, start) if self._matches(o)}
@@ -186,7 +207,7 @@ class _Watch:
         if self._world._fp is not None:  # the watch event read: the commit of that revision
             self._world.touch(obj.ref, said=f"{what} rv={obj.resource_version}", version=obj.resource_version)
             self._touch_stream(f"{what} {obj.ref} rv={obj.resource_version}", write=True)
-        self.buffer.put_nowait(_event_line(what, self._handler.codec.encode(obj, self.res)))
+        self._put(_event_line(what, self._handler.codec.encode(obj, self.res)))
         self._pump()
 
     def _time_out(self) -> None:
@@ -194,7 +215,7 @@ class _Watch:
         if self.closed:
             return
         if self._bookmarks:  # a bookmark right before the timeout closes the watch (cacher.go, 1.27+)
-            self.buffer.put_nowait(_event_line("BOOKMARK", {"kind": self.res.kind, "apiVersion": self.res.api_version,
+            self._put(_event_line("BOOKMARK", {"kind": self.res.kind, "apiVersion": self.res.api_version,
                                                             "metadata": {"resourceVersion": str(self._last_rv)}}))
         self._close(_END)
 
@@ -202,7 +223,7 @@ class _Watch:
         self.stop()
         if self._world._fp is not None:
             self._touch_stream("the connection broke" if how is _BROKEN else "the stream ended", write=True)
-        self.buffer.put_nowait(how)
+        self._put(how)
 
     def _touch_stream(self, said: str, *, write: bool) -> None:
         """What the connection hands the client: a write into the client's memory when sent, a read when consumed.
