@@ -48,6 +48,7 @@ from ._expectations import UpdateExpectations as UpdateExpectations
 from ._gc import GarbageCollector as GarbageCollector
 from ._informer import Informer as Informer
 from ._informer import informers_of as informers_of
+from ._kopf import kopf_operator as kopf_operator
 from ._kubelet import Kubelet as Kubelet
 from ._lister import DeletedFinalStateUnknown as DeletedFinalStateUnknown
 from ._lister import Lister as Lister
@@ -89,7 +90,7 @@ __all__ = [
     "ProcessCrashed", "RateLimiter", "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout",
     "Gone", "ShutDown", "Timeout", "TooLargeResourceVersion", "UpdateExpectations", "WatchEvent", "WorkQueue",
     "controller_ref", "copy_json", "default_controller_rate_limiter", "merge_patch", "retry_on_conflict",
-    "apiservers_of", "informers_of",
+    "apiservers_of", "informers_of", "kopf_operator",
     # status conditions with apimachinery's semantics (_conditions.py)
     "find_status_condition", "is_status_condition_true", "remove_status_condition", "set_status_condition",
     # controller-runtime's event path (_events.py)

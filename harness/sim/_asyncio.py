@@ -43,9 +43,11 @@ but the order stays the ready queue's, and nothing is a choice).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import heapq
 import itertools
+import re
 import sys
 import threading
 from asyncio import events
@@ -60,6 +62,7 @@ from sniffio import thread_local as _sniffio
 
 from .._errors import HarnessError
 from ._actors import FOREIGN_FRAMES, _whose
+from ._tasks import VERBATIM
 
 if TYPE_CHECKING:
     from ._world import World
@@ -128,6 +131,26 @@ def _short_name(coro: Any) -> str:
     return getattr(code, "co_name", None) or type(coro).__name__
 
 
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _creation_key(host: _Host) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """Tasks created by one step, in a canonical order: their coroutine's function, then its plain arguments."""
+    coro: Any = host.task.get_coro() if host.task is not None else None
+    frame = getattr(coro, "cr_frame", None)
+    args = () if frame is None else tuple(sorted((k, repr(v)) for k, v in frame.f_locals.items()
+                                                 if isinstance(v, _PLAIN)))
+    return (host.name, args)
+
+
+def actor_name(name: str) -> str:
+    """A name the operator gave a task (kopf's ``watcher for configmaps.v1@default``) as one word of an actor's
+    name: no spaces or slashes (a slash separates an actor from its parent)."""
+    name = re.sub(r"<([\w.]+) object at 0x[0-9a-fA-F]+>", lambda m: m.group(1).rpartition(".")[2], name)
+    name = re.sub(r"\s*\bat 0x[0-9a-fA-F]+|0x[0-9a-fA-F]+", "", name)  # (an address differs from process to process)
+    return re.sub(r"[\s/]+", "-", name).strip("-") or "task"
+
+
 class WorldLoop(asyncio.BaseEventLoop):
     """An asyncio event loop whose tasks are the world's actors and whose clock is the world's (see the module)."""
 
@@ -140,6 +163,9 @@ class WorldLoop(asyncio.BaseEventLoop):
         self._driver: _Host | None = None
         self._nursery: trio.Nursery | None = None
         self._names = itertools.count(1)
+        #: hosts of tasks created in the running step, started when it is over
+        self._unspawned: list[_Host] = []
+        self._ending = False
         self._agens_alive: list[Any] = []
         #: callbacks scheduled from a lockstep thread, taken on by the host that runs the thread when it resumes
         self._from_threads: deque[events.Handle] = deque()
@@ -255,6 +281,12 @@ class WorldLoop(asyncio.BaseEventLoop):
                 handle = ready.popleft()
                 if not handle._cancelled:
                     handle._run()
+                if self._unspawned:
+                    # in an order that does not depend on memory addresses: asyncio.as_completed and asyncio.wait
+                    # create their tasks in the order of a set of coroutines, which is by id()
+                    for new in sorted(self._unspawned, key=_creation_key):
+                        self._spawn(new)
+                    self._unspawned.clear()
         finally:
             self._current = None
             sys.set_asyncgen_hooks(*saved_hooks)
@@ -306,26 +338,45 @@ class WorldLoop(asyncio.BaseEventLoop):
             host.scope.deadline = host.next_deadline()
 
     def _abandon(self) -> None:
-        """The loop ends with tasks pending (a crash, the run's end): close each where it waits, in task order."""
-        saved = events._get_running_loop()
-        events._set_running_loop(self)
+        """The loop ends with tasks pending (a crash, the run's end): each is cancelled, as ``asyncio.run`` does.
+
+        Trio is cancelling, so nothing here may wait: the pending tasks are
+        cancelled and their steps run at once, in task order (their ``finally``
+        and ``except CancelledError`` run as they would); an operation of the
+        world one of them starts is refused (cancelled); timers never fire. A
+        task still pending after that is closed where it waits.
+        """
+        self._ending = True
         try:
-            for task in list(self._hosts):
-                if task.done():
-                    continue
-                task._log_destroy_pending = False  # type: ignore[attr-defined]
-                try:
-                    task.get_coro().close()
-                except BaseException:
-                    pass
-            for agen in self._agens_alive:
-                try:
-                    agen.aclose().close()
-                except BaseException:
-                    pass
+            for _ in range(50):
+                pending = [t for t in self._hosts if not t.done()]
+                if not pending:
+                    break
+                for task in pending:
+                    if not task.cancelling():
+                        task.cancel()
+                ran = False
+                for host in [*self._hosts.values(), *([self._driver] if self._driver else [])]:
+                    while host.jobs:
+                        host.jobs.popleft()[1].cancel()
+                    if host.ready:
+                        ran = True
+                        self._run_ready(host)
+                if not ran:
+                    break
+            saved = events._get_running_loop()
+            events._set_running_loop(self)
+            try:
+                for task in self._hosts:
+                    if not task.done():
+                        task._log_destroy_pending = False  # type: ignore[attr-defined]
+                        with contextlib.suppress(BaseException):
+                            task.get_coro().close()
+            finally:
+                events._set_running_loop(saved)
         finally:
-            events._set_running_loop(saved)
             self._hosts.clear()
+            self._agens_alive.clear()
 
     # ------------------------------------------------------------------ the world's operations
     def run_trio(self, fn: Callable[[], Awaitable[T]], host: object = None) -> asyncio.Future[T]:
@@ -375,10 +426,23 @@ class WorldLoop(asyncio.BaseEventLoop):
         nursery = self._nursery
         if nursery is None:
             raise RuntimeError("this WorldLoop is not running: start it with `await loop.run(main())`")
-        name = _short_name(task.get_coro())
-        host = self._hosts[task] = _Host(task, name)
-        nursery.start_soon(self._host, host, name=name)
+        host = self._hosts[task] = _Host(task, _short_name(task.get_coro()))
+        if self._ending:
+            return host  # (while the loop ends, its steps run at once, in _abandon)
+        if self._current is not None:
+            self._unspawned.append(host)  # started when the step that created it is over: it may name it still
+        else:
+            self._spawn(host)
         return host
+
+    def _spawn(self, host: _Host) -> None:
+        """Start a task's host, named after the task (``asyncio.create_task(coro, name=...)`` names it after
+        creating it) or else its coroutine."""
+        assert self._nursery is not None and host.task is not None
+        name = host.task.get_name()
+        if not (name.startswith("Task-") and name[5:].isdigit()):
+            host.name = actor_name(name)
+        self._nursery.start_soon(self._host, host, name=VERBATIM + host.name)
 
     def call_soon(self, callback: Callable[..., Any], *args: Any,  # type: ignore[override]
                   context: contextvars.Context | None = None) -> events.Handle:

@@ -65,8 +65,14 @@ _OUTSIDE = {
 }
 
 
+#: a Trio task named ``actor:<name>`` is adopted as ``<parent>/<name>`` (an asyncio task's host: its own name)
+VERBATIM = "actor:"
+
+
 def task_name(task: tl.Task) -> str:
     """The short name of a task's function (``watch_apps``), for an adopted actor's name."""
+    if task.name.startswith(VERBATIM):
+        return task.name[len(VERBATIM):]
     return task.name.rpartition(".")[2] or "task"  # Trio names a task by its function's qualified name
 
 
