@@ -129,6 +129,43 @@ def test_protobuf_reviews_decode_to_their_json() -> None:
         "spec": {"namespace": "default"}, "status": {"incomplete": False}}
 
 
+def test_protobuf_service_account_and_rbac_decode_to_their_json() -> None:
+    """``kubectl create serviceaccount|role|clusterrole|rolebinding|clusterrolebinding`` send protobuf too.
+    k8s.io/api ``core/v1/generated.proto``: ServiceAccount secrets=2 (ObjectReference kind=1, namespace=2, name=3),
+    imagePullSecrets=3 (name=1), automountServiceAccountToken=4 (a pointer: false stays); ``rbac/v1/generated.proto``:
+    Role/ClusterRole rules=2 (PolicyRule verbs=1, apiGroups=2, resources=3, resourceNames=4, nonResourceURLs=5),
+    ClusterRole aggregationRule=3 {clusterRoleSelectors=1 (LabelSelector matchLabels=1)}, RoleBinding subjects=2
+    (Subject kind=1, apiGroup=2, name=3, namespace=4), roleRef=3 (apiGroup=1, kind=2, name=3). Subject's kind and
+    name and every RoleRef field have no ``omitempty`` (rbac/v1/types.go), so the core group's ``""`` stays."""
+    sa = envelope("v1", "ServiceAccount", meta(ld(1, "bob")) + ld(2, ld(1, "Secret") + ld(3, "tok"))
+                  + ld(3, ld(1, "regcred")) + num(4, 0))
+    assert decode_protobuf(sa, "v1", "ServiceAccount") == {
+        "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bob"},
+        "secrets": [{"kind": "Secret", "name": "tok"}], "imagePullSecrets": [{"name": "regcred"}],
+        "automountServiceAccountToken": False}
+
+    rbac = "rbac.authorization.k8s.io/v1"
+    role = envelope(rbac, "Role", meta(ld(1, "r")) + ld(2, ld(1, "get") + ld(1, "list") + ld(2, "") + ld(3, "pods")
+                                                        + ld(4, "x")))
+    assert decode_protobuf(role, rbac, "Role")["rules"] == [
+        {"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["x"]}]
+    cluster_role = envelope(rbac, "ClusterRole", meta(ld(1, "agg")) + ld(2, ld(1, "get") + ld(5, "/logs"))
+                            + ld(3, ld(1, entry(1, "example.com/aggregate", "true"))))
+    assert decode_protobuf(cluster_role, rbac, "ClusterRole") == {
+        "apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": "agg"},
+        "rules": [{"verbs": ["get"], "nonResourceURLs": ["/logs"]}],
+        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"example.com/aggregate": "true"}}]}}
+    binding = (meta(ld(1, "rb")) + ld(2, ld(1, "ServiceAccount") + ld(2, "") + ld(3, "bob") + ld(4, "default"))
+               + ld(2, ld(1, "User") + ld(2, "rbac.authorization.k8s.io") + ld(3, "alice") + ld(4, ""))
+               + ld(3, ld(1, "") + ld(2, "ClusterRole") + ld(3, "view")))
+    for kind in ("RoleBinding", "ClusterRoleBinding"):
+        assert decode_protobuf(envelope(rbac, kind, binding), rbac, kind) == {
+            "apiVersion": rbac, "kind": kind, "metadata": {"name": "rb"},
+            "subjects": [{"kind": "ServiceAccount", "name": "bob", "namespace": "default"},
+                         {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}],
+            "roleRef": {"apiGroup": "", "kind": "ClusterRole", "name": "view"}}
+
+
 def test_protobuf_envelope_without_type_takes_the_urls() -> None:
     """``Serializer.Decode`` fills an envelope's missing apiVersion and kind from what the handler decodes into
     (``copyKindDefaults``); a negative int64 arrives as ten bytes and reads back negative."""

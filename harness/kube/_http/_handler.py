@@ -535,9 +535,9 @@ def _json_body(headers: dict[str, str], body: bytes, res: Resource, kind: str) -
     """The body as JSON: as sent, or read from protobuf; any other media type is 415
     (``negotiation.NewUnsupportedMediaTypeError``), not a 400.
 
-    kubectl 1.32 sends protobuf for ``create namespace|configmap|secret`` and
-    ``auth can-i``, and client-go falls back to JSON after a 415 only for CBOR
-    (``rest/client.go``), so those kinds are read from protobuf (``_protobuf.py``);
+    kubectl 1.32 sends protobuf for ``create namespace|configmap|secret|...``
+    and ``auth can-i``, and client-go falls back to JSON after a 415 only for
+    CBOR (``rest/client.go``), so the kinds of ``_protobuf.KINDS`` are read from protobuf;
     a protobuf body of another kind, or with a field not read, is a 415 that
     names it. A body without a Content-Type is read as JSON (what clients that
     set none send). ``kind`` is what the URL takes, for an envelope that names none.

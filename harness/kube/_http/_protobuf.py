@@ -1,18 +1,20 @@
 """Protobuf request bodies: the few built-in kinds kubectl sends as protobuf, read into the JSON the handler takes.
 
-kubectl 1.32 sends ``application/vnd.kubernetes.protobuf`` for ``create
-namespace|configmap|secret`` and ``auth can-i``, and client-go retries in JSON
-after a 415 only for CBOR (``rest/client.go``), so a served API that answers
-those with 415 fails the command. kube-apiserver reads them; this server reads
-them too, for exactly these kinds, and answers in JSON (client-go reads a JSON
-answer whatever it sent).
+kubectl 1.32's typed commands (``create namespace|configmap|secret|...``,
+``auth can-i``) send ``application/vnd.kubernetes.protobuf``, and client-go
+retries in JSON after a 415 only for CBOR (``rest/client.go``), so a served
+API that answers those with 415 fails the command. kube-apiserver reads every
+kind; this server reads the kinds of :data:`KINDS` (the ones ``kubectl create``
+makes that a cluster's setup needs: namespaces, config, secrets, service
+accounts and RBAC, plus the self-subject reviews) and answers in JSON
+(client-go reads a JSON answer whatever it sent).
 
 The body is apimachinery's envelope (``pkg/runtime/serializer/protobuf/protobuf.go``
 ``Serializer.Decode``): the magic ``k8s\\x00``, then a ``runtime.Unknown``
 (``pkg/runtime/generated.proto``: typeMeta{apiVersion=1, kind=2}=1, raw=2,
 contentEncoding=3, contentType=4) whose ``raw`` is the object's message. Each
 kind read here has a field table (:data:`KINDS`), taken from the field numbers
-of ``k8s.io/api/core/v1/generated.proto``,
+of ``k8s.io/api/core/v1/generated.proto``, ``k8s.io/api/rbac/v1/generated.proto``,
 ``k8s.io/api/authorization/v1/generated.proto`` and apimachinery's
 ``pkg/apis/meta/v1/generated.proto``, with each field's JSON name and whether
 Go's JSON encoder would drop its zero value (``omitempty`` on a value) or keep
@@ -28,7 +30,7 @@ that is not well-formed protobuf (truncated, a wire type the field does not
 have) is a 400, as ``handlers/create.go`` answers a body its decoder refuses
 (``transformDecodeError``). Rejected: the ``protobuf`` package (the generated
 classes would need upstream's ``.proto`` files and a code generator at build
-time, for five message types); decoding every kind (the Pod spec alone has
+time, for a dozen message types); decoding every kind (the Pod spec alone has
 hundreds of fields: ``kubectl apply -f`` sends JSON for all of them).
 """
 
@@ -176,6 +178,34 @@ SECRET = _fields(
     "Secret", _f(1, "metadata", "message", OBJECT_META), _f(2, "data", "map", value="bytes"), _f(3, "type"),
     _f(4, "stringData", "map"), _f(5, "immutable", "bool", keep_zero=True))
 
+SERVICE_ACCOUNT = _fields(
+    "ServiceAccount", _f(1, "metadata", "message", OBJECT_META),
+    _f(2, "secrets", "messages", _fields(
+        "ObjectReference", _f(1, "kind"), _f(2, "namespace"), _f(3, "name"), _f(4, "uid"), _f(5, "apiVersion"),
+        _f(6, "resourceVersion"), _f(7, "fieldPath"))),
+    _f(3, "imagePullSecrets", "messages", _fields("LocalObjectReference", _f(1, "name"))),
+    _f(4, "automountServiceAccountToken", "bool", keep_zero=True))
+
+# k8s.io/api/rbac/v1/generated.proto (Subject's kind and name, RoleRef's fields have no omitempty: types.go)
+POLICY_RULE = _fields(
+    "PolicyRule", _f(1, "verbs", "strings"), _f(2, "apiGroups", "strings"), _f(3, "resources", "strings"),
+    _f(4, "resourceNames", "strings"), _f(5, "nonResourceURLs", "strings"))
+LABEL_SELECTOR = _fields("LabelSelector", _f(1, "matchLabels", "map"),
+                         _f(2, "matchExpressions", "messages", _REQUIREMENT))
+ROLE = _fields("Role", _f(1, "metadata", "message", OBJECT_META), _f(2, "rules", "messages", POLICY_RULE))
+CLUSTER_ROLE = _fields(
+    "ClusterRole", _f(1, "metadata", "message", OBJECT_META), _f(2, "rules", "messages", POLICY_RULE),
+    _f(3, "aggregationRule", "message", _fields("AggregationRule",
+                                                _f(1, "clusterRoleSelectors", "messages", LABEL_SELECTOR))))
+_BINDING_FIELDS = (
+    _f(1, "metadata", "message", OBJECT_META),
+    _f(2, "subjects", "messages", _fields("Subject", _f(1, "kind", keep_zero=True), _f(2, "apiGroup"),
+                                          _f(3, "name", keep_zero=True), _f(4, "namespace"))),
+    _f(3, "roleRef", "message", _fields("RoleRef", _f(1, "apiGroup", keep_zero=True), _f(2, "kind", keep_zero=True),
+                                        _f(3, "name", keep_zero=True))))
+ROLE_BINDING = _fields("RoleBinding", *_BINDING_FIELDS)
+CLUSTER_ROLE_BINDING = _fields("ClusterRoleBinding", *_BINDING_FIELDS)
+
 # k8s.io/api/authorization/v1/generated.proto
 RESOURCE_ATTRIBUTES = _fields(
     "ResourceAttributes", _f(1, "namespace"), _f(2, "verb"), _f(3, "group"), _f(4, "version"), _f(5, "resource"),
@@ -210,6 +240,11 @@ KINDS: dict[tuple[str, str], Message] = {
     ("v1", "Namespace"): NAMESPACE,
     ("v1", "ConfigMap"): CONFIG_MAP,
     ("v1", "Secret"): SECRET,
+    ("v1", "ServiceAccount"): SERVICE_ACCOUNT,
+    ("rbac.authorization.k8s.io/v1", "Role"): ROLE,
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): CLUSTER_ROLE,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): ROLE_BINDING,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): CLUSTER_ROLE_BINDING,
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): SELF_SUBJECT_ACCESS_REVIEW,
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): SELF_SUBJECT_RULES_REVIEW,
 }
