@@ -174,6 +174,16 @@ def test_protobuf_envelope_without_type_takes_the_urls() -> None:
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "deletionGracePeriodSeconds": -5}}
 
 
+def test_protobuf_message_sent_twice_merges() -> None:
+    """The protobuf encoding's rule for an embedded message that occurs twice, which gogo's generated ``Unmarshal``
+    follows (it unmarshals into the field it already holds): the two merge, a scalar's last value wins, repeated
+    fields and maps gather both."""
+    body = envelope("v1", "ConfigMap", ld(1, ld(1, "old") + entry(11, "a", "1") + ld(14, "f/1"))
+                    + ld(1, ld(1, "new") + entry(11, "b", "2") + ld(14, "f/2")))
+    assert decode_protobuf(body, "v1", "ConfigMap")["metadata"] == {
+        "name": "new", "labels": {"a": "1", "b": "2"}, "finalizers": ["f/1", "f/2"]}
+
+
 @pytest.mark.parametrize(("body", "names"), [
     (envelope("v1", "ConfigMap", meta(ld(1, "x")) + ld(9, "?")), "field 9 of ConfigMap"),
     (envelope("v1", "ConfigMap", meta(ld(1, "x"), ld(15, "old-cluster"))), "field 15 of ObjectMeta (ConfigMap.metadata)"),

@@ -289,10 +289,11 @@ def _envelope(data: bytes) -> tuple[dict[str, Any], bytes]:
     return type_meta, raw
 
 
-def _read(data: bytes, message: Message, where: str) -> dict[str, Any]:
-    """One message's fields as a JSON object; a repeated embedded message merges, as gogo's ``Unmarshal`` does."""
+def _read(data: bytes, message: Message, where: str, into: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One message's fields as a JSON object (``into``, when an earlier occurrence of the field started it: a message
+    sent twice merges, as gogo's generated ``Unmarshal`` merges it, scalars replaced, lists and maps extended)."""
     reader = _Reader(data, where)
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {} if into is None else into
     while not reader.done():
         number, wire, value = reader.field()
         spec = message.fields.get(number)
@@ -324,7 +325,7 @@ def _store(out: dict[str, Any], spec: Field, value: int | bytes, path: str) -> N
         out[spec.json] = _raw_json(value, path)
     elif spec.kind == "message":
         assert spec.of is not None
-        out.setdefault(spec.json, {}).update(_read(value, spec.of, path))
+        out[spec.json] = _read(value, spec.of, path, out.get(spec.json))
     elif spec.kind == "messages":
         assert spec.of is not None
         items = out.setdefault(spec.json, [])
