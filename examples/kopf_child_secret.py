@@ -92,6 +92,7 @@ async def delete_child(event: kopf.RawEvent, name: str, namespace: str, uid: str
         await api.api_client.close()
 
 
+@h.scenario
 async def scenario(world: h.World, *, fixed: bool = False) -> None:
     """A ConfigMap, deleted and at once created again under its name; its Secret must exist as long as it does."""
     world.horizon = 60

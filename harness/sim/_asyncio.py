@@ -599,7 +599,7 @@ def _model_line() -> str | None:
     from pathlib import Path
 
     frame = sys._getframe(2)
-    while frame is not None:
+    while frame is not None and frame.f_code.co_name != "_run_ready":  # (the step's own stack, not the world's)
         path = frame.f_code.co_filename
         if not path.startswith("<") and _whose(path) == 2:
             line = linecache.getline(path, frame.f_lineno).strip()
