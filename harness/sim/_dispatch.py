@@ -99,7 +99,10 @@ class _Dispatch(_RunState):
                            f"{actor.name} waits on {outside}{f' at {at}' if at else ''}: its wake-up comes on the "
                            "real clock, which the world does not schedule. Talk to the apiserver through a client "
                            "the world serves (api.transport(), an Operator's environment), and do the work in the "
-                           "task itself instead of a thread", actor)
+                           "task itself instead of a thread"
+                           + ("; the run's end stops the child (SIGTERM, SIGKILL 5 s later). To search an operator "
+                              "that runs as its own process, start it with ExternalOperator"
+                              if outside.startswith("a child process") else ""), actor)
                 self._wake_controller()
                 return
         self._handoff(None)

@@ -78,7 +78,7 @@ from ._oracles import _Eventually, _Oracles
 from ._outcome import Limits, RunOutcome, Violation
 from ._primitives import Event, Lock, Queue
 from ._primitives import Queue as _Queue  # in the class body of World, "Queue" is its method
-from ._tasks import SpawnHook, TaskAdopter
+from ._tasks import SpawnHook, TaskAdopter, release_held
 from ._time import NEVER, TimerHandle, _Time, to_ns
 from ._trace import Access, Note, Record, Trace
 from ._watchdog import NoYield, Watch, arm, disarm
@@ -273,6 +273,7 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
                         await self._control()
                     finally:
                         self._stopping = True
+                        release_held(adopter)
                         nursery.cancel_scope.cancel()
             except KeyboardInterrupt:
                 self._interrupted = True
