@@ -330,6 +330,10 @@ class _Dispatch(_RunState):
     # -------------------------------------------------------------- dispatch
     def _handoff(self, current: _Actor | None) -> None:
         """Pick the next action and resume it; called by the actor that yields."""
+        if self._outside_stirred():  # a program outside must go quiet first: the controller waits for it
+            self._current = None
+            self._wake_controller()
+            return
         chosen = self._dispatch()
         if chosen is None:
             self._wake_controller()
