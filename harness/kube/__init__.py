@@ -45,6 +45,7 @@ from ._expectations import ControllerExpectations as ControllerExpectations
 from ._expectations import ResourceVersionExpectation as ResourceVersionExpectation
 from ._expectations import ScaleExpectations as ScaleExpectations
 from ._expectations import UpdateExpectations as UpdateExpectations
+from ._external import ExternalOperator as ExternalOperator
 from ._gc import GarbageCollector as GarbageCollector
 from ._informer import Informer as Informer
 from ._informer import informers_of as informers_of
@@ -85,7 +86,7 @@ __all__ = [
     "ADDED", "BUILTIN_KINDS", "CONTROLLER_REVISION_HASH_LABEL", "DEFAULT_BACKOFF", "DELETED", "EXPECTATIONS_TIMEOUT",
     "FOREGROUND_FINALIZER", "KRUISE_EXPECTATION_TIMEOUT", "MODIFIED", "ORPHAN_FINALIZER", "APIServer",
     "AlreadyExists", "ApiError", "Backoff", "BucketRateLimiter", "Conflict", "Controller", "ControllerExpectations",
-    "ControllerProcess", "DeletedFinalStateUnknown", "GarbageCollector", "Informer", "Invalid", "Kubelet",
+    "ControllerProcess", "DeletedFinalStateUnknown", "ExternalOperator", "GarbageCollector", "Informer", "Invalid", "Kubelet",
     "ItemExponentialFailureRateLimiter", "KubeObject", "Lister", "MaxOfRateLimiter", "NotFound", "Operator", "OwnerReference",
     "ProcessCrashed", "RateLimiter", "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout",
     "Gone", "ShutDown", "Timeout", "TooLargeResourceVersion", "UpdateExpectations", "WatchEvent", "WorkQueue",
