@@ -149,3 +149,27 @@ def point_clients_at(path: str) -> Callable[[], None]:
             module.KUBE_CONFIG_DEFAULT_LOCATION = value
 
     return undo
+
+
+def skip_system_certificates() -> Callable[[], None]:
+    """While a run lasts, an SSL context skips loading the system's CA certificates; returns the undo.
+
+    Under the world no TLS handshake ever happens (the apiserver is reached in
+    process, any other host is refused), and ``ssl.create_default_context``
+    reads the system's CA bundle each time (about 20 ms): kopf and
+    ``kubernetes_asyncio`` build several contexts per run, which made that
+    reading most of a kopf run's cost (``bench/bench_kopf.py``).
+    """
+    import ssl
+
+    original = ssl.SSLContext.load_default_certs
+
+    def load_default_certs(self: ssl.SSLContext, purpose: Any = ssl.Purpose.SERVER_AUTH) -> None:
+        return None
+
+    ssl.SSLContext.load_default_certs = load_default_certs  # type: ignore[method-assign]
+
+    def undo() -> None:
+        ssl.SSLContext.load_default_certs = original  # type: ignore[method-assign]
+
+    return undo
