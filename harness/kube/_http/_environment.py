@@ -38,6 +38,7 @@ from contextvars import ContextVar
 from typing import Any, Protocol
 
 from ..._errors import OutsideTheCluster
+from ...sim import running_world_loop
 
 #: the apiserver's address in the harness's kubeconfig (``.invalid``: a name that resolves nowhere, RFC 2606)
 HOST = "kube-apiserver.harness.invalid"
@@ -117,6 +118,9 @@ def _routed(original: Callable[[Any, Any], Awaitable[Any]]) -> Callable[[Any, An
                 f"{request.method} {request.url} goes to a host other than the cluster's apiserver ({HOST}); under "
                 "the world only the apiserver exists. Serve what the operator calls from the scenario, or let the "
                 "operator skip the call when it runs under the harness")
+        loop = running_world_loop()
+        if loop is not None:  # an operator on asyncio (anyio.run's default backend): the request is Trio code
+            return await loop.run_trio(lambda: route.handle_async_request(request))
         return await route.handle_async_request(request)
 
     handle_async_request.__wrapped__ = original  # type: ignore[attr-defined]
