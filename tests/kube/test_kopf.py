@@ -253,3 +253,44 @@ def test_lightkube_operator_on_asyncio() -> None:
     firsts = {next(r.actor for r in run_once(scenario, RandomChooser(s)).trace
                    if r.label.startswith("create ConfigMap default/copy-")) for s in range(20)}
     assert firsts == {"cm-operator/worker", "cm-operator/worker#2"}
+
+
+async def _k8s_asyncio_main(seen: list[str]) -> None:
+    """An operator on kubernetes_asyncio as its users write one: config from KUBECONFIG, a watch, a write per event."""
+    from kubernetes_asyncio import client, config, watch
+
+    await config.load_kube_config()
+    async with client.ApiClient() as api_client:
+        core = client.CoreV1Api(api_client)
+        stream = watch.Watch().stream(core.list_namespaced_config_map, "default", timeout_seconds=30)
+        async for event in stream:
+            name = event["object"].metadata.name
+            seen.append(f"{event['type']} {name}")
+            if not name.endswith("-copy"):
+                body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"{name}-copy"), data={"from": name})
+                try:
+                    await core.create_namespaced_config_map("default", body)
+                except client.ApiException as err:
+                    if err.status != 409:
+                        raise
+
+
+def test_kubernetes_asyncio_operator() -> None:
+    seen: list[str] = []
+    box: dict[str, Any] = {}
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        await api.create(KubeObject("ConfigMap", "default", "a"))
+        Operator(api, "k8s-op", _k8s_asyncio_main, seen, asyncio=True).start()
+        await world.sleep(5)
+        await api.create(KubeObject("ConfigMap", "default", "b"))
+        await world.sleep(5)
+        box["names"] = sorted(o.name for o in api.peek_all("ConfigMap"))
+
+    out = run_once(scenario, ReplayChooser([]))
+    assert out.violation is None, out.violation
+    assert box["names"] == ["a", "a-copy", "b", "b-copy"]
+    assert seen[:2] == ["ADDED a", "ADDED a-copy"] and "ADDED b" in seen and "ADDED b-copy" in seen
+    assert any(r.label == "create ConfigMap default/b-copy" and r.actor == "k8s-op/_k8s_asyncio_main" for r in out.trace)
+    assert str(run_once(scenario, ReplayChooser([])).trace.digest()) == str(out.trace.digest())
