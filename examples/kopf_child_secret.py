@@ -26,7 +26,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.rest import ApiException
 
 import harness as h
-from harness.kube import APIServer, KubeObject, kopf_operator
+from harness.kube import APIServer, KubeObject, kopf_operator, start_cluster
 
 FIXED = os.environ.get("FIXED") == "1"
 
@@ -97,7 +97,7 @@ async def scenario(world: h.World, *, fixed: bool = False) -> None:
     """A ConfigMap, deleted and at once created again under its name; its Secret must exist as long as it does."""
     world.horizon = 60
     api = APIServer(world)
-    await api.create(KubeObject("Namespace", "", "default"))
+    await start_cluster(api)  # the default namespace (kopf -n default watches nothing without it) and the GC
     kopf_operator(api, "demo-op", __file__, env={"FIXED": "1" if fixed else "0"}).start()
     await api.create(KubeObject("ConfigMap", "default", "a", labels={"app": "demo"}))
     await world.sleep(5)

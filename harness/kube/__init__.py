@@ -47,6 +47,7 @@ from ._expectations import ScaleExpectations as ScaleExpectations
 from ._expectations import UpdateExpectations as UpdateExpectations
 from ._external import ExternalOperator as ExternalOperator
 from ._gc import GarbageCollector as GarbageCollector
+from ._http._cluster import start_cluster as start_cluster
 from ._informer import Informer as Informer
 from ._informer import informers_of as informers_of
 from ._kopf import kopf_operator as kopf_operator
@@ -91,7 +92,7 @@ __all__ = [
     "ProcessCrashed", "RateLimiter", "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout",
     "Gone", "ShutDown", "Timeout", "TooLargeResourceVersion", "UpdateExpectations", "WatchEvent", "WorkQueue",
     "controller_ref", "copy_json", "default_controller_rate_limiter", "merge_patch", "retry_on_conflict",
-    "apiservers_of", "informers_of", "kopf_operator",
+    "apiservers_of", "informers_of", "kopf_operator", "start_cluster",
     # status conditions with apimachinery's semantics (_conditions.py)
     "find_status_condition", "is_status_condition_true", "remove_status_condition", "set_status_condition",
     # controller-runtime's event path (_events.py)

@@ -1,8 +1,10 @@
 """What runs beside a served apiserver, as in a cluster: the system namespaces, the namespace controller and the
 garbage collector over every served kind (``kube-controller-manager``'s, which a model starts itself if it wants).
 
-``serve`` calls :func:`start_cluster`; a model's world never does, so its runs (and their pinned
-resourceVersions and traces) stay as they were. The garbage collector is :class:`~harness.kube.GarbageCollector`,
+``serve`` calls :func:`start_cluster`; a model's world does only if its scenario asks
+(``await harness.kube.start_cluster(api)``, what a scenario for a real operator usually wants: kopf serving
+``-n default`` watches nothing until ``default`` exists), so a model's runs (and their pinned resourceVersions
+and traces) stay as they were. The garbage collector is :class:`~harness.kube.GarbageCollector`,
 one over the built-in kinds, told of each CustomResourceDefinition's kind as it is established (upstream's
 graph builder re-reads discovery for the same reason: ``garbagecollector.go`` ``Sync``).
 """
@@ -11,10 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .._apiserver import APIServer
 from .._gc import GarbageCollector
 from .._informer import Informer
 from .._namespaces import NamespaceController, ensure_system_namespaces
 from .._objects import KubeObject
+from ._handler import _handler_of
 from ._resources import BUILTIN_RESOURCES, CRD_KIND
 
 if TYPE_CHECKING:
@@ -24,9 +28,12 @@ if TYPE_CHECKING:
 _NOT_COLLECTED = frozenset({"Event"})
 
 
-async def start_cluster(handler: APIHandler) -> GarbageCollector:
-    """Create the system namespaces, then start the namespace controller and the garbage collector; served
-    Namespaces get the ``kubernetes`` finalizer from now on (the controller is there to remove it)."""
+async def start_cluster(api: APIServer | APIHandler) -> GarbageCollector:
+    """What a cluster runs beside its apiserver: the system namespaces (``default``, ``kube-system``,
+    ``kube-public``, ``kube-node-lease``, created as kube-apiserver's bootstrap does), the namespace controller
+    and the garbage collector over every served kind. Namespaces created through the API get the ``kubernetes``
+    finalizer from now on (the controller is there to remove it)."""
+    handler = api if not isinstance(api, APIServer) else _handler_of(api)
     api, world = handler.api, handler.world
     await ensure_system_namespaces(api)
     namespaces = NamespaceController(world, api)
