@@ -340,9 +340,7 @@ def test_sync_client_outside_a_thread_is_a_model_error(main: Callable[[], Any], 
         Operator(APIServer(world), "op", main, asyncio=on_asyncio).start()
         await world.sleep(1)
 
-    started = time.monotonic()
-    out = run_once(scenario, ReplayChooser([]))
-    assert time.monotonic() - started < 60  # (it never blocks: refused at once, not waited for)
+    out = run_once(scenario, ReplayChooser([]))  # (refused at once: it never waits for an answer)
     assert out.violation is not None and out.violation.kind == "misuse", out.violation
     said = model_error_of(out.violation)
     assert said is not None
