@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -119,6 +120,8 @@ class Operator:
     def start(self) -> Operator:
         """Set the operator's environment for the run and start ``main`` (an actor named after the operator)."""
         install()
+        state = random.getstate()
+        self.world.on_end(lambda: random.setstate(state))
         self._set_env({"KUBECONFIG": kubeconfig_path(), **self.env})
         self.world.on_end(point_clients_at(kubeconfig_path()))
         if self.log:
@@ -152,6 +155,8 @@ class Operator:
 
     async def _run(self) -> None:
         transport = self.transport
+        # the global ``random`` (kopf picks handlers and credentials with it) starts each incarnation alike
+        random.seed(f"{self.name}#{self.process.incarnation}")
         ROUTE.set(transport)  # every task main starts inherits it: their requests are this operator's
         self.ended = None
         crashed = False

@@ -1,51 +1,59 @@
-"""asyncio under the world: an operator's event loop whose every task is an actor and every wait a choice.
+"""asyncio under the world: an operator's event loop as one process of the world, its I/O the world's choices.
 
 Most Python operators are asyncio code (kopf, ``kubernetes_asyncio``, a
 lightkube operator started with ``anyio.run``). Left to itself, an asyncio
-loop runs its ready callbacks in FIFO order and its timers on the real clock:
-one fixed order, never explored, and not even reproducible. :class:`WorldLoop`
-is an asyncio event loop (``asyncio.BaseEventLoop``, so futures, tasks,
-``asyncio.timeout``, queues and locks are asyncio's own) whose scheduling is
-the world's:
+loop's order comes from the real network and the real clock: never explored,
+and not even reproducible. :class:`WorldLoop` is an asyncio event loop
+(``asyncio.BaseEventLoop``: futures, tasks, ``asyncio.timeout``, queues and
+locks are asyncio's own) run by the world:
 
-* **every asyncio task is hosted by a Trio task** spawned in the operator's
-  nursery, so the adopter (``_tasks.py``) makes it an actor named after its
-  coroutine (``kopf-op/watcher``). A task's steps, and the callbacks its steps
-  schedule, run only in its host, one step at a time, never beside another
-  actor's;
-* **a wake-up is an action**: a future completing schedules the waiting task's
-  step on *that task's* host (``call_soon`` sees which task a callback steps),
-  and waking a parked host is a Trio-level wake-up, which the adopter holds
-  until the world chooses it (``wake at kopf_op.py:41 in handler``). The ready
-  queue never decides an observable order by itself;
-* **time is virtual**: ``loop.time()`` is the world's clock; a timer
-  (``asyncio.sleep``, ``call_later``, ``wait_for``, ``asyncio.timeout``) belongs
-  to the host that set it, which parks with the timer as its Trio deadline, so
-  the world moves the clock to it when nothing else is enabled;
-* **the world's own operations** (a request to the apiserver, a watch read) are
-  Trio code with yield points: :meth:`WorldLoop.run_trio` hands one to the
-  current task's host, which runs it as that actor's steps and settles the
-  asyncio future the task awaits;
+* **the loop is the operator's actor**, and runs as asyncio runs: its ready
+  callbacks in FIFO order, each task's step to its next ``await``. What
+  asyncio's own order cannot decide, the world does: when a response comes,
+  when a watch event arrives, when a timer's instant comes, when the loop gets
+  the CPU again relative to the rest of the world (its wake-up is a choice,
+  ``wake at kopf_op.py:41 in handler``). The ready queue never decides an order
+  the real network would decide; and the world never makes an order asyncio
+  cannot (a task's first step postponed past later I/O: its ready queue is
+  FIFO);
+* **every asyncio task that talks to the world is an actor** named after the
+  task (``kopf-op/watcher-for-configmaps.v1@default``): an operation of the
+  world it awaits (a request to the apiserver: :meth:`WorldLoop.run_trio`) runs
+  as that actor's Trio code, with the world's yield points, while the loop goes
+  on with its other tasks, as a request in flight lets it;
+* **time is virtual**: ``loop.time()`` is the world's clock; the loop parks with
+  its earliest timer (``asyncio.sleep``, ``call_later``, ``wait_for``,
+  ``asyncio.timeout``) as its Trio deadline, so the world moves the clock to it
+  when nothing else is enabled;
 * **blocking code in threads** (``run_in_executor``, ``asyncio.to_thread``;
   kopf's sync handlers) runs in a real thread in lockstep with the world
-  (``_lockstep.py``): one thread or actor at a time, never both.
+  (``_lockstep.py``): one thread or actor at a time, never both;
+* **what asyncio leaves to memory addresses** is given an order: tasks one step
+  creates (``asyncio.as_completed`` and ``asyncio.wait`` create theirs from a
+  set) start in the order of their coroutines' names and plain arguments.
 
 What the world cannot order is refused as a model error at the model's line: a
-raw socket or file descriptor (``add_reader``), a child process, signal
-handlers, a connection to a host the scenario does not serve.
+raw socket or file descriptor (``add_reader``), a child process, a connection
+to a host the scenario does not serve. Signal handlers are kept and never
+called (the world sends no signal).
 
-Rejected alternatives: trio-asyncio (one Trio task runs the whole asyncio loop,
-so a task that waits on the world parks every other asyncio task, and its ready
-queue is FIFO); a loop on a virtual clock alone (looptime: time becomes virtual
-but the order stays the ready queue's, and nothing is a choice).
+Rejected alternatives: trio-asyncio (one Trio task runs the loop, but a task
+that waits on the world parks every other task, and time is Trio's real
+clock); a loop on a virtual clock alone (looptime: time becomes virtual, but
+I/O still comes from a real network); every task an actor whose steps the
+world orders freely (it explored orders asyncio cannot produce: a task's first
+step postponed past responses the loop handled after it, which broke kopf's
+startup in a way no real run can).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import heapq
 import itertools
+import re
 import sys
 import threading
 from asyncio import events
@@ -60,6 +68,7 @@ from sniffio import thread_local as _sniffio
 
 from .._errors import HarnessError
 from ._actors import FOREIGN_FRAMES, _whose
+from ._tasks import VERBATIM
 
 if TYPE_CHECKING:
     from ._world import World
@@ -83,37 +92,22 @@ class Network(Protocol):
 
 
 class OutsideTheWorld(Exception):
-    """An operator's loop was asked for something the world cannot order (a socket, a child process, a signal)."""
+    """An operator's loop was asked for something the world cannot order (a socket, a child process)."""
 
 
-class _Host:
-    """The Trio task that runs one asyncio task's steps, and the callbacks its steps schedule."""
+class _Agent:
+    """The actor of one asyncio task that awaits the world: the Trio task running its operations, in order."""
 
-    __slots__ = ("event", "jobs", "name", "ready", "scope", "task", "timers", "trio_task")
+    __slots__ = ("event", "jobs", "name")
 
-    def __init__(self, task: asyncio.Task[Any] | None, name: str) -> None:
-        self.task = task
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.ready: deque[events.Handle] = deque()
-        self.timers: list[events.TimerHandle] = []
-        #: the world's operations its task awaits, run as this host's Trio code (:meth:`WorldLoop.run_trio`)
         self.jobs: deque[tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]]] = deque()
-        self.event: trio.Event | None = None  # set while it is parked
-        self.scope: trio.CancelScope | None = None  # its park's deadline: its earliest timer
-        self.trio_task: tl.Task | None = None
-
-    def next_deadline(self) -> float:
-        timers = self.timers
-        while timers and timers[0].cancelled():
-            heapq.heappop(timers)
-        return timers[0].when() if timers else float("inf")
-
-    def idle(self) -> bool:
-        return not self.ready and not self.jobs
+        self.event: trio.Event | None = None  # set while it waits for a job
 
 
-def _coroutine_frames(task: asyncio.Task[Any]) -> Iterator[FrameType]:
-    coro: Any = task.get_coro()
+def _coroutine_frames(task: asyncio.Task[Any] | None) -> Iterator[FrameType]:
+    coro: Any = task.get_coro() if task is not None else None
     for _ in range(200):
         frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
         if frame is None:
@@ -128,141 +122,282 @@ def _short_name(coro: Any) -> str:
     return getattr(code, "co_name", None) or type(coro).__name__
 
 
+_PLAIN = (str, int, float, bool, type(None))
+
+#: coroutines a client library runs as a task of their own for the task making a request
+_CLIENT_HELPERS = frozenset({"write_bytes"})  # aiohttp's ClientRequest.write_bytes (a request's body)
+
+
+def _start_key(handle: events.Handle) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """A new task's first step, in a canonical order: its coroutine's function, then its plain arguments."""
+    task: Any = getattr(handle._callback, "__self__", None)  # type: ignore[attr-defined]
+    coro: Any = task.get_coro() if task is not None else None
+    frame = getattr(coro, "cr_frame", None)
+    args = () if frame is None else tuple(sorted((k, repr(v)) for k, v in frame.f_locals.items()
+                                                 if isinstance(v, _PLAIN)))
+    return (_short_name(coro), args)
+
+
+def actor_name(name: str) -> str:
+    """A name the operator gave a task (kopf's ``watcher for configmaps.v1@default``) as one word of an actor's
+    name: no spaces or slashes (a slash separates an actor from its parent), no memory addresses."""
+    name = re.sub(r"<([\w.]+) object at 0x[0-9a-fA-F]+>", lambda m: m.group(1).rpartition(".")[2], name)
+    name = re.sub(r"\s*\bat 0x[0-9a-fA-F]+|0x[0-9a-fA-F]+", "", name)  # (an address differs from process to process)
+    return re.sub(r"[\s/]+", "-", name).strip("-") or "task"
+
+
+def _task_of(handle: events.Handle) -> asyncio.Task[Any] | None:
+    task = getattr(handle._callback, "__self__", None)  # type: ignore[attr-defined]
+    return task if isinstance(task, _TASKS) else None
+
+
 class WorldLoop(asyncio.BaseEventLoop):
-    """An asyncio event loop whose tasks are the world's actors and whose clock is the world's (see the module)."""
+    """An asyncio event loop run by the world: one actor, FIFO as asyncio, its I/O and time the world's (see the
+    module)."""
+
+    _ready: deque[events.Handle]  # (asyncio's own, not in its stubs)
+    _scheduled: list[events.TimerHandle]
 
     def __init__(self, world: World, network: Network | None = None) -> None:
         super().__init__()
         self.world = world
         self.network = network
-        self._hosts: dict[asyncio.Task[Any], _Host] = {}
-        self._current: _Host | None = None
-        self._driver: _Host | None = None
         self._nursery: trio.Nursery | None = None
         self._names = itertools.count(1)
+        #: the loop's own Trio task (the operator's actor) while it parks; set to wake it
+        self._event: trio.Event | None = None
+        self._scope: trio.CancelScope | None = None
+        self._running_step = False
+        #: the first steps of tasks the running step created: queued, in a canonical order, when it is over
+        self._starts: list[events.Handle] = []
+        #: the actors of tasks that awaited the world, by task
+        self._agents: dict[asyncio.Task[Any], _Agent] = {}
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._ending = False
         self._agens_alive: list[Any] = []
-        #: callbacks scheduled from a lockstep thread, taken on by the host that runs the thread when it resumes
-        self._from_threads: deque[events.Handle] = deque()
         self._trio_thread = threading.get_ident()
+        self._from_threads = False
         self._signals: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
+        self._tasks_seen: set[asyncio.Task[Any]] = set()
+        self._helper_of: dict[object, asyncio.Task[Any] | None] = {}
 
     # ------------------------------------------------------------------ running
     async def run(self, coro: Awaitable[T]) -> T:
         """Run ``coro`` as the loop's main task (``asyncio.run`` under the world) and return what it returns.
 
-        The calling Trio task (an actor) is the loop's driver: it runs the
-        callbacks and timers no task owns, and ends the loop when the main task
-        ends: the tasks still pending are cancelled and run to their end, as
-        ``asyncio.run`` does. Cancelled from outside (a crash, the run's end),
-        every pending task's coroutine is closed where it waits, in task order.
+        The calling Trio task (an actor: the operator) runs the loop. When the
+        main task ends, the tasks still pending are cancelled and run to their
+        end, as ``asyncio.run`` does. Cancelled from outside (a crash, the run's
+        end), the pending tasks are cancelled and stepped at once (nothing may
+        wait then), and what still waits is closed where it waits.
         """
         if self._nursery is not None:
             raise RuntimeError("a WorldLoop runs once")
         self._thread_id = threading.get_ident()
         self._trio_thread = self._thread_id
+        me = tl.current_task()
+        FOREIGN_FRAMES[me] = self._next_frames
         main: asyncio.Task[T] | None = None
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                driver = self._driver = _Host(None, "loop")
-                driver.trio_task = tl.current_task()
-                context = contextvars.copy_context()
-                main = self.create_task(coro, context=context)
-                main.add_done_callback(lambda _t: self._wake(driver))
-                await self._serve(driver, until=main)
-                for task in [t for t in self._hosts if not t.done()]:
+                main = self.create_task(coro, context=contextvars.copy_context())
+                await self._serve(lambda: main is not None and main.done())
+                for task in [t for t in self._tasks if not t.done()]:
                     task.cancel()  # asyncio.run's _cancel_all_tasks
-                await self._serve(driver, until=None)
+                await self._serve(lambda: all(t.done() for t in self._tasks))
+                for agent in self._agents.values():
+                    if agent.event is not None:
+                        agent.event.set()  # (its task is done: it ends)
         finally:
+            FOREIGN_FRAMES.pop(me, None)
             self._abandon()
             self._thread_id = None  # type: ignore[assignment]
             self._closed = True
         assert main is not None
         return main.result()
 
-    async def _serve(self, host: _Host, until: asyncio.Task[Any] | None) -> None:
-        """The driver's loop: run what no task owns until ``until`` is done (None: until every task is)."""
+    def _next_frames(self) -> Iterator[FrameType]:
+        """Where the loop goes on when woken: the task of its first ready callback (else the main task)."""
+        task = next((t for h in self._ready if (t := _task_of(h)) is not None), None)
+        if task is None:  # woken by its deadline: the task a due timer wakes (``asyncio.sleep``'s future's waiter)
+            for timer in sorted(t for t in self._scheduled if not t.cancelled()):
+                fut = next(iter(timer._args), None)
+                callbacks = getattr(fut, "_callbacks", None) or ()
+                task = next((w for cb, _ctx in callbacks if isinstance(w := getattr(cb, "__self__", None), _TASKS)),
+                            None)
+                if task is not None:
+                    break
+        return _coroutine_frames(task if task is not None else (self._tasks[0] if self._tasks else None))
+
+    async def _serve(self, done: Callable[[], bool]) -> None:
+        """Run the loop: its ready callbacks FIFO, its due timers; park until woken or the earliest timer."""
         while True:
-            await self._turn(host)
-            if (until.done() if until is not None else all(t.done() for t in self._hosts)) and host.idle():
+            self._iterate()
+            if self._ready:
+                await trio.lowlevel.checkpoint()  # (a callback that schedules itself forever still lets Trio in)
+                continue
+            if done():
                 return
-            await self._park(host)
+            await self._park()
 
-    async def _host(self, host: _Host) -> None:
-        """A task's host: its steps and callbacks, then parked until a wake-up or its earliest timer."""
-        task = host.task
-        assert task is not None and host.trio_task is None
-        host.trio_task = tl.current_task()
-        FOREIGN_FRAMES[host.trio_task] = lambda: _coroutine_frames(task)
-        try:
-            while True:
-                await self._turn(host)
-                if task.done() and host.idle():
-                    self._hand_timers_on(host)
-                    return
-                await self._park(host)
-        finally:
-            FOREIGN_FRAMES.pop(host.trio_task, None)
-
-    async def _turn(self, host: _Host) -> None:
-        """Run the host's ready callbacks and the world's operations they await, until none is left."""
-        while True:
-            self._fire_due(host)
-            if host.ready:
-                self._run_ready(host)
-            elif host.jobs:
-                await self._run_job(host)
-            else:
-                return
-
-    async def _park(self, host: _Host) -> None:
-        """Wait for a wake-up (another host's step made a callback of ours ready) or the earliest timer."""
-        host.event = trio.Event()
-        try:
-            with trio.CancelScope(deadline=host.next_deadline()) as scope:
-                host.scope = scope
-                await host.event.wait()
-        finally:
-            host.event = host.scope = None
-
-    def _wake(self, host: _Host) -> None:
-        if host.event is not None and host is not self._current:
-            host.event.set()
-
-    def _fire_due(self, host: _Host) -> None:
-        timers = host.timers
-        if not timers:
-            return
+    def _iterate(self) -> None:
+        """One iteration of asyncio's ``_run_once`` without I/O (the world delivers it): due timers, then the
+        callbacks ready when it began, in order."""
+        scheduled = self._scheduled
         now = self.time()
-        while timers and (timers[0].cancelled() or timers[0].when() <= now):
-            timer = heapq.heappop(timers)
+        while scheduled and (scheduled[0].cancelled() or scheduled[0].when() <= now):
+            timer = heapq.heappop(scheduled)
             timer._scheduled = False  # type: ignore[attr-defined]
             if not timer.cancelled():
-                host.ready.append(timer)
+                self._ready.append(timer)
+        if self._ready:
+            self._run_ready(len(self._ready))
 
-    def _run_ready(self, host: _Host) -> None:
-        """Run the host's ready callbacks, as the running loop (one task's step, then what it scheduled for itself)."""
+    def _run_ready(self, count: int) -> None:
         saved_loop = events._get_running_loop()
         saved_library = _sniffio.name
         saved_hooks = sys.get_asyncgen_hooks()
         events._set_running_loop(self)
         _sniffio.name = "asyncio"  # (Trio names itself for the whole thread; anyio asks sniffio)
         sys.set_asyncgen_hooks(firstiter=self._asyncgen_firstiter_hook, finalizer=self._asyncgen_finalizer_hook)
-        self._current = host
+        ready = self._ready
         try:
-            ready = host.ready
-            while ready:
+            for _ in range(count):
+                if not ready:
+                    break
                 handle = ready.popleft()
-                if not handle._cancelled:
+                if handle._cancelled:
+                    continue
+                self._running_step = True
+                try:
                     handle._run()
+                finally:
+                    self._running_step = False
+                if self._starts:
+                    # in an order that does not depend on memory addresses: asyncio.as_completed and asyncio.wait
+                    # create their tasks in the order of a set of coroutines, which is by id()
+                    ready.extend(sorted(self._starts, key=_start_key))
+                    self._starts.clear()
         finally:
-            self._current = None
             sys.set_asyncgen_hooks(*saved_hooks)
             _sniffio.name = saved_library
             events._set_running_loop(saved_loop)
 
-    async def _run_job(self, host: _Host) -> None:
-        fn, fut = host.jobs.popleft()
+    async def _park(self) -> None:
+        """Wait until something makes a callback ready (an operation settled, a delivery) or the earliest timer."""
+        self._event = trio.Event()
+        try:
+            with trio.CancelScope(deadline=self._next_deadline()) as scope:
+                self._scope = scope
+                await self._event.wait()
+        finally:
+            self._event = self._scope = None
+
+    def _next_deadline(self) -> float:
+        scheduled = self._scheduled
+        while scheduled and scheduled[0].cancelled():
+            heapq.heappop(scheduled)
+        return scheduled[0].when() if scheduled else float("inf")
+
+    def _wake(self) -> None:
+        if self._event is not None and threading.get_ident() == self._trio_thread:
+            self._event.set()
+
+    def _abandon(self) -> None:
+        """The loop ends with tasks pending (a crash, the run's end): each is cancelled, as ``asyncio.run`` does.
+
+        Trio is cancelling, so nothing here may wait: the pending tasks are
+        cancelled and their steps run at once (their ``finally`` and ``except
+        CancelledError`` run as they would); an operation of the world one of
+        them starts is refused (cancelled); timers never fire. A task still
+        pending after that is closed where it waits.
+        """
+        self._ending = True
+        try:
+            for _ in range(50):
+                pending = [t for t in self._tasks if not t.done()]
+                if not pending:
+                    break
+                for task in pending:
+                    if not task.cancelling():
+                        task.cancel()
+                for agent in self._agents.values():
+                    while agent.jobs:
+                        agent.jobs.popleft()[1].cancel()
+                if not self._ready:
+                    break
+                while self._ready:
+                    self._run_ready(len(self._ready))
+            saved = events._get_running_loop()
+            events._set_running_loop(self)
+            try:
+                for task in self._tasks:
+                    if not task.done():
+                        task._log_destroy_pending = False  # type: ignore[attr-defined]
+                        with contextlib.suppress(BaseException):
+                            task.get_coro().close()
+            finally:
+                events._set_running_loop(saved)
+        finally:
+            self._tasks.clear()
+            self._agents.clear()
+            self._helper_of.clear()
+            self._agens_alive.clear()
+
+    # ------------------------------------------------------------------ the world's operations
+    def run_trio(self, fn: Callable[[], Awaitable[T]], task: object = None) -> asyncio.Future[T]:
+        """A future of ``await fn()`` run as the Trio code of a task's actor: its yield points are that actor's.
+
+        ``task`` is the asyncio task whose operation it is (default: the one
+        running). For the harness's own adapters (the apiserver's in-memory
+        connections): call it from a task's step and await the future.
+        """
+        owner = task if isinstance(task, _TASKS) else asyncio.current_task(self)
+        if owner is None:
+            raise RuntimeError("run_trio is called from an asyncio task's step under a WorldLoop")
+        fut: asyncio.Future[T] = self.create_future()
+        if self._ending:
+            fut.cancel()
+            return fut
+        agent = self._agents.get(owner)
+        if agent is None:
+            agent = self._agents[owner] = _Agent(self._name_of(owner))
+            assert self._nursery is not None
+            self._nursery.start_soon(self._agent, owner, agent, name=VERBATIM + agent.name)
+        agent.jobs.append((fn, fut))
+        if agent.event is not None:
+            agent.event.set()
+        return fut
+
+    def _name_of(self, task: asyncio.Task[Any]) -> str:
+        """A task's actor name: the name the operator gave it (``create_task(coro, name=...)``), else its
+        coroutine's function."""
+        name = task.get_name()
+        if name.startswith("Task-") and name[5:].isdigit():
+            return _short_name(task.get_coro())
+        return actor_name(name)
+
+    async def _agent(self, task: asyncio.Task[Any], agent: _Agent) -> None:
+        """An actor that runs one task's operations of the world, in order, until the task is done."""
+        me = tl.current_task()
+        FOREIGN_FRAMES[me] = lambda: _coroutine_frames(task)
+        try:
+            while True:
+                while agent.jobs:
+                    fn, fut = agent.jobs.popleft()
+                    await self._run_job(fn, fut)
+                if task.done():
+                    return
+                agent.event = trio.Event()
+                try:
+                    await agent.event.wait()
+                finally:
+                    agent.event = None
+        finally:
+            FOREIGN_FRAMES.pop(me, None)
+
+    async def _run_job(self, fn: Callable[[], Awaitable[Any]], fut: asyncio.Future[Any]) -> None:
         if fut.done():
             return
         with trio.CancelScope() as scope:
@@ -281,115 +416,43 @@ class WorldLoop(asyncio.BaseEventLoop):
             fut.remove_done_callback(stopped)
         if fut.done():
             return
-        self._current = host  # (what settling schedules is this host's to run, as if its step had settled it)
-        try:
-            if outcome[0]:
-                fut.set_result(outcome[1])
-            else:
-                fut.set_exception(outcome[1])
-        finally:
-            self._current = None
-
-    def _hand_timers_on(self, host: _Host) -> None:
-        """A finished task's timers (a ``call_later`` it left behind) are the driver's to fire."""
-        driver = self._driver
-        live = [t for t in host.timers if not t.cancelled()]
-        host.timers.clear()
-        if driver is None or not live:
-            return
-        for t in live:
-            heapq.heappush(driver.timers, t)
-        self._redeadline(driver)
-
-    def _redeadline(self, host: _Host) -> None:
-        if host.scope is not None:
-            host.scope.deadline = host.next_deadline()
-
-    def _abandon(self) -> None:
-        """The loop ends with tasks pending (a crash, the run's end): close each where it waits, in task order."""
-        saved = events._get_running_loop()
-        events._set_running_loop(self)
-        try:
-            for task in list(self._hosts):
-                if task.done():
-                    continue
-                task._log_destroy_pending = False  # type: ignore[attr-defined]
-                try:
-                    task.get_coro().close()
-                except BaseException:
-                    pass
-            for agen in self._agens_alive:
-                try:
-                    agen.aclose().close()
-                except BaseException:
-                    pass
-        finally:
-            events._set_running_loop(saved)
-            self._hosts.clear()
-
-    # ------------------------------------------------------------------ the world's operations
-    def run_trio(self, fn: Callable[[], Awaitable[T]], host: object = None) -> asyncio.Future[T]:
-        """A future of ``await fn()`` run as Trio code of a task's host: its yield points are that task's actor's.
-
-        ``host`` is one :meth:`current_host` returned (default: the host running
-        now). For the harness's own adapters (the apiserver's in-memory
-        connections): call it from a task's step and await the future.
-        """
-        runner = host if isinstance(host, _Host) else self._current
-        if runner is None:
-            raise RuntimeError("run_trio is called from an asyncio task's step under a WorldLoop")
-        fut: asyncio.Future[T] = self.create_future()
-        runner.jobs.append((fn, fut))
-        self._wake(runner)
-        return fut
+        if outcome[0]:
+            fut.set_result(outcome[1])
+        else:
+            fut.set_exception(outcome[1])
 
     def current_host(self) -> object:
-        """The host running now (an opaque token for :meth:`run_trio`; None between steps)."""
-        return self._current
+        """The asyncio task running now (an opaque token for :meth:`run_trio`; None between steps)."""
+        return asyncio.current_task(self) if self._running_step else None
 
     def current_name(self) -> str | None:
-        """The name of the host running now (its task's coroutine), None between steps."""
-        return None if self._current is None else self._current.name
+        """The actor name of the task running now, None between steps."""
+        task = asyncio.current_task(self) if self._running_step else None
+        return None if task is None else self._name_of(task)
 
     # ------------------------------------------------------------------ scheduling (asyncio's API)
     def time(self) -> float:
         return trio.current_time()
-
-    def _owner(self, callback: Callable[..., Any]) -> _Host:
-        """Whose host runs a callback: the task it steps (a step, a wake-up), else the host scheduling it."""
-        task = getattr(callback, "__self__", None)
-        if isinstance(task, _TASKS) and task.get_loop() is self:
-            host = self._hosts.get(task)
-            if host is None:
-                host = self._new_host(task)
-            return host
-        current = self._current
-        if current is not None:
-            return current
-        driver = self._driver
-        if driver is None:
-            raise RuntimeError("this WorldLoop is not running: start it with `await loop.run(main())`")
-        return driver
-
-    def _new_host(self, task: asyncio.Task[Any]) -> _Host:
-        nursery = self._nursery
-        if nursery is None:
-            raise RuntimeError("this WorldLoop is not running: start it with `await loop.run(main())`")
-        name = _short_name(task.get_coro())
-        host = self._hosts[task] = _Host(task, name)
-        nursery.start_soon(self._host, host, name=name)
-        return host
 
     def call_soon(self, callback: Callable[..., Any], *args: Any,  # type: ignore[override]
                   context: contextvars.Context | None = None) -> events.Handle:
         self._check_closed()  # type: ignore[attr-defined]
         handle = events.Handle(callback, args, self, context)
         if threading.get_ident() != self._trio_thread:
-            self._from_threads.append(handle)  # (a lockstep thread runs while the world waits for it)
+            self._from_threads = True  # (a lockstep thread runs while the world waits for it)
+            self._ready.append(handle)
             return handle
-        host = self._owner(callback)
-        host.ready.append(handle)
-        self._wake(host)
+        task = getattr(callback, "__self__", None)
+        if self._running_step and isinstance(task, _TASKS) and task not in self._tasks_seen:
+            self._tasks_seen.add(task)
+            self._tasks.append(task)
+            self._starts.append(handle)  # (a task created by the running step: queued when the step is over)
+            return handle
+        if isinstance(task, _TASKS) and task not in self._tasks_seen:
+            self._tasks_seen.add(task)
+            self._tasks.append(task)
+        self._ready.append(handle)
+        self._wake()
         return handle
 
     def call_soon_threadsafe(self, callback: Callable[..., Any], *args: Any,  # type: ignore[override]
@@ -400,11 +463,10 @@ class WorldLoop(asyncio.BaseEventLoop):
                 context: contextvars.Context | None = None) -> events.TimerHandle:
         self._check_closed()  # type: ignore[attr-defined]
         timer = events.TimerHandle(when, callback, args, self, context)
-        host = self._owner(callback)
-        heapq.heappush(host.timers, timer)
+        heapq.heappush(self._scheduled, timer)
         timer._scheduled = True  # type: ignore[attr-defined]
-        if host is not self._current:
-            self._redeadline(host)
+        if self._scope is not None and threading.get_ident() == self._trio_thread:
+            self._scope.deadline = min(self._scope.deadline, when)
         return timer
 
     def call_later(self, delay: float, callback: Callable[..., Any], *args: Any,  # type: ignore[override]
@@ -412,15 +474,15 @@ class WorldLoop(asyncio.BaseEventLoop):
         return self.call_at(self.time() + delay, callback, *args, context=context)
 
     def _timer_handle_cancelled(self, handle: events.TimerHandle) -> None:
-        pass  # a host drops cancelled timers when it next looks at its deadline
+        pass  # the loop drops cancelled timers when it next looks at its deadline
 
     def take_from_threads(self) -> None:
-        """Callbacks a lockstep thread scheduled: each to its owner's host (the thread's own host runs the rest)."""
-        while self._from_threads:
-            handle = self._from_threads.popleft()
-            host = self._owner(handle._callback)  # type: ignore[attr-defined]
-            host.ready.append(handle)
-            self._wake(host)
+        """Wake the loop for what a lockstep thread scheduled (on the Trio thread, once the thread handed back)."""
+        if self._from_threads:
+            self._from_threads = False
+            if self._scope is not None:
+                self._scope.deadline = min(self._scope.deadline, self._next_deadline())
+            self._wake()
 
     def create_task(self, coro: Any, *, name: str | None = None,  # type: ignore[override]
                     context: contextvars.Context | None = None) -> asyncio.Task[Any]:
@@ -429,7 +491,15 @@ class WorldLoop(asyncio.BaseEventLoop):
             raise OutsideTheWorld("a task factory set on the operator's loop would hide its tasks from the world; "
                                   "run the operator without loop.set_task_factory under the harness")
         # a name of the loop's own count: asyncio's default (Task-N) counts every task of the process
-        return _PyTask(coro, loop=self, name=name or f"Task-{next(self._names)}", context=context)
+        task = _PyTask(coro, loop=self, name=name or f"Task-{next(self._names)}", context=context)
+        if _short_name(coro) in _CLIENT_HELPERS and self._running_step:
+            self._helper_of[task] = asyncio.current_task(self)
+        return task
+
+    def owner_of(self, task: object) -> object:
+        """Whose operation a task's write is: a client library's helper task (aiohttp's ``write_bytes``, which
+        sends a request's body) writes for the task that made the request."""
+        return self._helper_of.get(task, task)
 
     def _asyncgen_firstiter_hook(self, agen: Any) -> None:
         self._agens_alive.append(agen)
@@ -456,17 +526,15 @@ class WorldLoop(asyncio.BaseEventLoop):
 
     def call_now(self, fn: Callable[..., Any], *args: Any) -> None:
         """Call ``fn`` at once as the loop would (running loop set): a watch delivery pushed to a connection."""
-        if self._current is not None:
+        if events._get_running_loop() is self:
             fn(*args)
             return
         saved_loop, saved_library = events._get_running_loop(), _sniffio.name
         events._set_running_loop(self)
         _sniffio.name = "asyncio"
-        self._current = self._driver
         try:
             fn(*args)
         finally:
-            self._current = None
             _sniffio.name = saved_library
             events._set_running_loop(saved_loop)
 
@@ -521,6 +589,10 @@ class WorldLoop(asyncio.BaseEventLoop):
         from ._lockstep import run_in_thread
 
         self._check_closed()  # type: ignore[attr-defined]
+        if self._ending:  # (the loop is being torn down: nothing new starts)
+            fut: asyncio.Future[T] = self.create_future()
+            fut.cancel()
+            return fut
         return run_in_thread(self, func, args)
 
     def spawn_host(self, name: str, fn: Callable[[], Awaitable[None]]) -> None:
@@ -535,7 +607,7 @@ def _model_line() -> str | None:
     from pathlib import Path
 
     frame = sys._getframe(2)
-    while frame is not None:
+    while frame is not None and frame.f_code.co_name != "_run_ready":  # (the step's own stack, not the world's)
         path = frame.f_code.co_filename
         if not path.startswith("<") and _whose(path) == 2:
             line = linecache.getline(path, frame.f_lineno).strip()

@@ -99,7 +99,10 @@ class _Dispatch(_RunState):
                            f"{actor.name} waits on {outside}{f' at {at}' if at else ''}: its wake-up comes on the "
                            "real clock, which the world does not schedule. Talk to the apiserver through a client "
                            "the world serves (api.transport(), an Operator's environment), and do the work in the "
-                           "task itself instead of a thread", actor)
+                           "task itself instead of a thread"
+                           + ("; the run's end stops the child (SIGTERM, SIGKILL 5 s later). To search an operator "
+                              "that runs as its own process, start it with ExternalOperator"
+                              if outside.startswith("a child process") else ""), actor)
                 self._wake_controller()
                 return
         self._handoff(None)
@@ -327,6 +330,10 @@ class _Dispatch(_RunState):
     # -------------------------------------------------------------- dispatch
     def _handoff(self, current: _Actor | None) -> None:
         """Pick the next action and resume it; called by the actor that yields."""
+        if self._outside_stirred():  # a program outside must go quiet first: the controller waits for it
+            self._current = None
+            self._wake_controller()
+            return
         chosen = self._dispatch()
         if chosen is None:
             self._wake_controller()

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
+from ._tasks import VERBATIM
+
 if TYPE_CHECKING:
     from ._asyncio import WorldLoop
 
@@ -134,7 +136,7 @@ def run_in_thread(loop: WorldLoop, func: Callable[..., T], args: tuple[Any, ...]
         else:
             fut.cancel()
 
-    loop.spawn_host(name, drive)
+    loop.spawn_host(VERBATIM + name, drive)
     return fut
 
 

@@ -65,14 +65,54 @@ _OUTSIDE = {
 }
 
 
+#: a Trio task named ``actor:<name>`` is adopted as ``<parent>/<name>`` (an asyncio task's host: its own name)
+VERBATIM = "actor:"
+
+
 def task_name(task: tl.Task) -> str:
     """The short name of a task's function (``watch_apps``), for an adopted actor's name."""
+    if task.name.startswith(VERBATIM):
+        return task.name[len(VERBATIM):]
     return task.name.rpartition(".")[2] or "task"  # Trio names a task by its function's qualified name
 
 
 def blocked_outside(task: tl.Task) -> str | None:
-    """What a blocked task waits on that only the real clock can end (I/O, a thread, a child process), or None."""
-    return next((what for f in awaited_frames(task) if (what := _OUTSIDE.get(f.f_code.co_name)) is not None), None)
+    """What a blocked task waits on that only the real clock can end (I/O, a thread, a child process), or None.
+
+    A child process is named by its command line and pid (``a child process (trio.run_process: kubectl get pods,
+    pid 4242)``): the run ends it (Trio's own cancellation sends SIGTERM, then SIGKILL), and whoever reads the
+    verdict can tell which of a model's processes it was.
+    """
+    frames = list(awaited_frames(task))
+    what = next((w for f in frames if (w := _OUTSIDE.get(f.f_code.co_name)) is not None), None)
+    if what is None or not what.startswith("a child process"):
+        return what
+    proc = next((p for f in frames if isinstance(p := f.f_locals.get("proc") or f.f_locals.get("self"), trio.Process)),
+                None)
+    command: object = proc.args if proc is not None else next(
+        (c for f in frames if (c := f.f_locals.get("command")) is not None), None)  # still starting (in a thread)
+    if command is None:
+        return what
+    args = " ".join(str(a) for a in command) if isinstance(command, list | tuple) else command
+    return f"{what[:-1]}: {str(args)[:120]}{f', pid {proc.pid}' if proc is not None else ''})"
+
+
+def release_held(adopter: TaskAdopter | None) -> None:
+    """The run is stopping: every task Trio woke and the world still holds off the run queue goes back on it.
+
+    A held task is runnable as far as Trio knows, so the run's cancellation never
+    reaches it; left off the queue it would never run again, and ``trio.run``
+    would wait for it for ever (a child process that exits just after the world
+    failed: its waiter is woken, held, and lost).
+    """
+    if adopter is None:
+        return
+    runq = GLOBAL_RUN_CONTEXT.runner.runq
+    for task, actor in list(adopter.of_task.items()):
+        if actor.held:
+            actor.held = False
+            runq.append(task)
+    adopter.woken.clear()
 
 
 def sleeping(task: tl.Task) -> bool:

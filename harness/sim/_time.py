@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -75,17 +76,35 @@ class VirtualClock(trio.abc.Clock):
     def __init__(self, world: World | None) -> None:
         #: the world whose time this is; :func:`run_batch` moves it from run to run
         self._world = world
+        #: (world, real instant): when that world began to stop; from then on Trio's time is the real clock's
+        self._teardown: tuple[World, float] | None = None
 
     def start_clock(self) -> None:
         pass
 
     def current_time(self) -> float:
-        return self._world._now_ns / TICKS_PER_SECOND if self._world is not None else 0.0
+        w = self._world
+        if w is None:
+            return 0.0
+        return w._now_ns / TICKS_PER_SECOND + self._late(w)
+
+    def _late(self, w: World) -> float:
+        """Real seconds since ``w`` began to stop (0 while it runs)."""
+        if not w._stopping:
+            return 0.0
+        if self._teardown is None or self._teardown[0] is not w:
+            self._teardown = (w, time.monotonic())
+        return time.monotonic() - self._teardown[1]
 
     def deadline_to_sleep_time(self, deadline: float) -> float:
         w = self._world
         if w is None:
             return 86_400.0
+        if w._stopping:
+            # The run is over and its tasks are being cancelled: a wait in cleanup code (Trio's run_process gives a
+            # child 5 s between SIGTERM and SIGKILL) runs on the real clock, on Trio's side only; the world's own
+            # clock, and so its trace, stays where the run ended. Left to the world's clock it never ended.
+            return min(86_400.0, max(0.0, deadline - self.current_time()))
         if w._advancing and deadline != math.inf:
             t = ceil_ns(deadline)  # the deadline's nanosecond: Trio sees it reached, never passed early
             if t > w._now_ns:

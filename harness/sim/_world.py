@@ -69,7 +69,6 @@ from typing import TYPE_CHECKING, Any
 import trio
 import trio.lowlevel as tl
 import trio.testing
-from trio._core._run import GLOBAL_RUN_CONTEXT  # held tasks go back on it when the run stops
 
 from ._actors import MAIN_ACTOR, _Actor, _call_with_params, waiting_at
 from ._choice import Chooser, _Canonical
@@ -77,9 +76,10 @@ from ._dispatch import _Dispatch
 from ._footprints import _Footprints
 from ._oracles import _Eventually, _Oracles
 from ._outcome import Limits, RunOutcome, Violation
+from ._outside import Outside, _Waker, wait_quiescent
 from ._primitives import Event, Lock, Queue
 from ._primitives import Queue as _Queue  # in the class body of World, "Queue" is its method
-from ._tasks import SpawnHook, TaskAdopter
+from ._tasks import SpawnHook, TaskAdopter, release_held
 from ._time import NEVER, TimerHandle, _Time, to_ns
 from ._trace import Access, Note, Record, Trace
 from ._watchdog import NoYield, Watch, arm, disarm
@@ -208,6 +208,14 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
         #: the instrument that makes the actors' own Trio tasks and wake-ups the world's (None: the real clock)
         self._adopter: TaskAdopter | None = None
         self._on_end: list[Callable[[], object]] = []
+        #: programs outside the world (an operator's OS process) the scheduler waits for between choices
+        self._outsides: list[Outside] = []
+        self._outside_waiting = False
+        self._outside_looks = 0  # the watchdog's progress while the scheduler waits outside
+        self._outside_waker = _Waker()  # an outside's activity pokes it: the wait looks again
+        self._outside_lot = tl.ParkingLot()  # the block watcher parks here while the scheduler waits outside
+        #: real seconds the scheduler spent waiting for programs outside (``ExternalOperator``)
+        self.outside_seconds = 0.0
         #: called when a primitive's state changes (an Event set, a Queue put, a Lock released): the real
         #: clock's waiters re-check their guards; the deterministic scheduler re-checks them at every step
         self._wake: Callable[[], None] | None = None
@@ -274,7 +282,7 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
                         await self._control()
                     finally:
                         self._stopping = True
-                        self._release_held()
+                        release_held(adopter)
                         nursery.cancel_scope.cancel()
             except KeyboardInterrupt:
                 self._interrupted = True
@@ -293,15 +301,6 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
         if adopter is not None and adopter.failed is not None and self._reraise is None:
             self._reraise = adopter.failed  # the harness's own error, never a verdict about the model
 
-    def _release_held(self) -> None:
-        """The run stops: tasks Trio woke and the world held off its run queue go back on it, so they can be
-        cancelled (held, Trio counts them as scheduled, and a cancellation would wait for them forever)."""
-        runq = GLOBAL_RUN_CONTEXT.runner.runq
-        for a in self._actors:
-            if a.held and a.task is not None and not a.done:
-                a.held = False
-                runq.append(a.task)
-
     def on_end(self, fn: Callable[[], object]) -> None:
         """Call ``fn()`` when the run ends, however it ends (a verdict, a stop, an error), after every actor stopped.
 
@@ -316,8 +315,8 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
             self._on_end.pop()()
 
     def _progress(self) -> int:
-        """The watchdog's measure of progress: the step counter."""
-        return self._step
+        """The watchdog's measure of progress: the step counter (and the looks of a wait for a program outside)."""
+        return self._step + self._outside_looks
 
     def _running(self) -> str | None:
         return self._current.name if self._current is not None else None
@@ -347,13 +346,46 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
                 await tl.wait_task_rescheduled(lambda _rc: tl.Abort.SUCCEEDED)
             if self._violation is not None or self._ended:
                 return
+            if self._outside_stirred():
+                await self._wait_outside()
+                if self._violation is not None:
+                    return
+                chosen = self._dispatch()
+                if chosen is not None:
+                    continue
             if not await self._advance():
                 return
             chosen = self._dispatch()
 
+    def add_outside(self, outside: Outside) -> None:
+        """Wait for ``outside`` (a program beyond the world, see ``_outside``) to be quiescent between choices."""
+        self._outsides.append(outside)
+
+    def poke_outside(self) -> None:
+        """An outside program did something (a request came in, a reply went out): a wait for it looks again."""
+        self._outside_waker.poke()
+
+    def _outside_tick(self) -> None:
+        self._outside_looks += 1
+
+    def _outside_stirred(self) -> bool:
+        return self._real is None and any(o.stirred for o in self._outsides)
+
+    async def _wait_outside(self) -> None:
+        self._outside_waiting = True
+        try:
+            self.outside_seconds += await wait_quiescent(self._outsides, lambda: self._violation is not None,
+                                                         self._outside_tick, self._outside_waker)
+        finally:
+            self._outside_waiting = False
+            self._outside_lot.unpark_all()
+
     async def _watch_outside_blocks(self) -> None:
         while True:
             await trio.testing.wait_all_tasks_blocked()
+            if self._outside_waiting:  # the scheduler waits, on the real clock, for a program outside the world
+                await self._outside_lot.park()
+                continue
             if self._advancing or self._stopping:
                 await trio.sleep(0)
                 continue

@@ -79,6 +79,31 @@ def test_kubectl_against_serve(tmp_path: Path) -> None:
         assert json.loads(kubectl("get", "configmaps", "-o", "json"))["items"] == []
 
 
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (Debian: apt-get install kubernetes-client)")
+def test_kubectl_create_in_protobuf_against_serve(tmp_path: Path) -> None:
+    """kubectl 1.32 sends these as ``application/vnd.kubernetes.protobuf`` (its typed clients; client-go falls back to
+    JSON after a 415 only for CBOR, ``rest/client.go``), and kube-apiserver reads them: each exits 0 and the objects
+    read back with their data (``harness/kube/_http/_protobuf.py``)."""
+    with serving(tmp_path) as (_kubeconfig, kubectl):
+        assert "namespace/team-a created" in kubectl("create", "namespace", "team-a")
+        assert "configmap/cfg created" in kubectl("create", "configmap", "cfg", "-n", "team-a",
+                                                  "--from-literal=a=b", "--from-literal=c=d")
+        assert "secret/pw created" in kubectl("create", "secret", "generic", "pw", "-n", "team-a",
+                                              "--from-literal=user=admin", "--type=example.com/basic")
+        assert kubectl("auth", "can-i", "get", "pods").strip() == "yes"
+        assert "serviceaccount/bot created" in kubectl("create", "serviceaccount", "bot", "-n", "team-a")
+        kubectl("create", "clusterrolebinding", "bot-view", "--clusterrole=view", "--serviceaccount=team-a:bot")
+        ns = json.loads(kubectl("get", "namespace", "team-a", "-o", "json"))
+        assert ns["status"]["phase"] == "Active" and ns["metadata"]["uid"]
+        cm = json.loads(kubectl("get", "configmap", "cfg", "-n", "team-a", "-o", "json"))
+        assert cm["data"] == {"a": "b", "c": "d"} and cm["metadata"]["namespace"] == "team-a"
+        secret = json.loads(kubectl("get", "secret", "pw", "-n", "team-a", "-o", "json"))
+        assert secret["data"] == {"user": "YWRtaW4="} and secret["type"] == "example.com/basic"
+        binding = json.loads(kubectl("get", "clusterrolebinding", "bot-view", "-o", "json"))
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "bot", "namespace": "team-a"}]
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}
+
+
 def _documents(text: str) -> list[str]:
     """Split kubectl's stream of pretty-printed JSON documents."""
     docs, depth, start = [], 0, 0

@@ -50,33 +50,43 @@ def test_watch_param_accepts_true_forms() -> None:
 
 
 def test_protobuf_body_is_415() -> None:
-    """A body whose media type the serializer does not serve is ``negotiation.NewUnsupportedMediaTypeError``
+    """A body the server does not read is ``negotiation.NewUnsupportedMediaTypeError``
     (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/negotiation/errors.go), raised by
     ``negotiation.NegotiateInputSerializer`` in ``handlers/create.go``/``update.go``/``delete.go``: 415 with reason
-    ``UnsupportedMediaType``; a JSON body without a Content-Type is still read. client-go retries in JSON after a 415
-    only for CBOR (``rest/client.go`` ``requestClientContentConfigProvider.UnsupportedMediaType``), never for
-    protobuf: a protobuf client (kubectl 1.32's ``create namespace``) gets the 415 as its error."""
+    ``UnsupportedMediaType``. Protobuf is read for the kinds kubectl sends it for (``_protobuf.py``,
+    tests/kube/test_served_protobuf.py); a protobuf body of another kind (a Pod; DeleteOptions) is a 415 that names
+    it, as is a media type neither JSON nor protobuf (CBOR, which kube-apiserver 1.32 serves only behind a feature
+    gate: client-go then retries in JSON, ``rest/client.go`` ``requestClientContentConfigProvider``); a JSON body
+    without a Content-Type is still read."""
     got: dict[str, httpx.Response] = {}
     proto = {"Content-Type": "application/vnd.kubernetes.protobuf"}
+
+    def envelope(api_version: str, kind: str) -> bytes:  # k8s\x00 + runtime.Unknown{typeMeta{apiVersion, kind}}
+        type_meta = b"\n" + bytes([len(api_version)]) + api_version.encode() + b"\x12" + bytes([len(kind)]) + kind.encode()
+        return b"k8s\x00\n" + bytes([len(type_meta)]) + type_meta
 
     async def scenario(world: h.World) -> None:
         api = APIServer(world)
         await api.create(KubeObject("ConfigMap", NS, "x"))
+        await api.create(KubeObject("Pod", NS, "p"))
         async with raw(api) as c:
-            body = b"k8s\x00\n\x0f\n\x02v1\x12\tConfigMap"
-            got["create"] = await c.post(CMS, content=body, headers=proto)
-            got["update"] = await c.put(f"{CMS}/x", content=body, headers=proto)
-            got["delete"] = await c.request("DELETE", f"{CMS}/x", content=body, headers=proto)
+            pods = "/api/v1/namespaces/default/pods"
+            got["create"] = await c.post(pods, content=envelope("v1", "Pod"), headers=proto)
+            got["update"] = await c.put(f"{pods}/p", content=envelope("v1", "Pod"), headers=proto)
+            got["delete"] = await c.request("DELETE", f"{CMS}/x", content=envelope("v1", "DeleteOptions"),
+                                            headers=proto)
+            got["cbor"] = await c.post(CMS, content=b"\xd9\xd9\xf7\xa0", headers={"Content-Type": "application/cbor"})
             got["json"] = await c.post(CMS, content=b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"y"}}')
         assert api.peek("ConfigMap", NS, "x") is not None and api.peek("ConfigMap", NS, "y") is not None
 
     clean(run(scenario))
-    for what in ("create", "update", "delete"):
+    for what, named in (("create", "Pod (v1)"), ("update", "Pod (v1)"), ("delete", "DeleteOptions (v1)"),
+                        ("cbor", "application/json")):
         body = got[what].json()
         assert got[what].status_code == 415, (what, body)
         assert (body["kind"], body["status"], body["reason"], body["code"]) == (
             "Status", "Failure", "UnsupportedMediaType", 415), (what, body)
-        assert "application/json" in body["message"]
+        assert named in body["message"] and "application/json" in body["message"], (what, body)
     assert got["json"].status_code == 201
 
 

@@ -97,7 +97,7 @@ class _Connection(asyncio.Transport):
             if isinstance(event, h11.Request):
                 # the request is the task's that wrote its head (the one awaiting the answer), not a helper task
                 # the client writes the body from (aiohttp's write_bytes)
-                self._request, self._body, self._writer = event, b"", self._loop.current_host()
+                self._request, self._body, self._writer = event, b"", self._loop.owner_of(self._loop.current_host())
             elif isinstance(event, h11.Data):
                 self._body += event.data
             elif isinstance(event, h11.EndOfMessage):

@@ -11,6 +11,7 @@ where, and the command that runs it, are ``python -m harness serve``'s
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from harness.sim import World
 
     from ._handler import APIHandler
+    from ._watch import WatchOptions
 
 
 class TCPServer:
@@ -27,11 +29,25 @@ class TCPServer:
     ``client`` names the watch streams of its requests (``"<client>/watch/<Kind>"``).
     """
 
-    def __init__(self, world: World, handler: APIHandler, client: str = "kubectl") -> None:
+    def __init__(self, world: World, handler: APIHandler, client: str = "kubectl", *,
+                 spawn: Callable[..., str] | None = None, activity: Callable[[int], None] | None = None,
+                 options: WatchOptions | None = None) -> None:
+        """``spawn(name, fn, *args)`` starts each request's actor (default ``world.spawn``; an
+        ``ExternalOperator`` spawns them in its process's incarnation, named by the request); ``activity(delta)``
+        is told of every request that starts (+1) and is answered (-1), and of every byte the connection moves
+        (0): how the scheduler knows the process outside is busy."""
         self.world = world
         self.handler = handler
         self.client = client
+        self._spawn = spawn
+        self._activity = activity
+        self._options = options
         self._requests = 0
+        self._reading: dict[int, bool] = {}  # connections whose request is half read
+
+    def _stir(self, delta: int) -> None:
+        if self._activity is not None:
+            self._activity(delta)
 
     async def connection(self, stream: trio.SocketStream) -> None:
         import h11
@@ -48,16 +64,24 @@ class TCPServer:
                 done = trio.Event()
                 send, receive = trio.open_memory_channel[bytes | None](math.inf)
                 self._requests += 1
-                self.world.spawn(f"http/{self._requests}", self._handle, request.method.decode(),
-                                 request.target.decode("latin-1"), headers, body, reply_box, done, send)
+                method, target = request.method.decode(), request.target.decode("latin-1")
+                if self._spawn is None:
+                    self.world.spawn(f"http/{self._requests}", self._handle, method, target, headers, body,
+                                     reply_box, done, send)
+                else:  # named by the request, not by its arrival: two requests that race keep their names
+                    self._spawn(f"{self.client}/{method} {target.split('?')[0]}", self._handle, method, target,
+                                headers, body, reply_box, done, send)
                 await done.wait()
-                reply = reply_box["reply"]
+                reply = reply_box.get("reply")
+                if reply is None:  # the process crashed before its request took effect: it never reads a reply
+                    return
                 if reply.watch is None:
                     data = reply.body()
                     await _send(stream, conn, h11.Response(status_code=reply.code, reason=_reason(reply.code), headers=[
                         ("Content-Type", "application/json"), ("Content-Length", str(len(data)))]))
                     await _send(stream, conn, h11.Data(data=data))
                     await _send(stream, conn, h11.EndOfMessage())
+                    self._stir(0)
                 else:
                     await self._stream_watch(conn, stream, reply.watch, receive)
                     return
@@ -72,6 +96,14 @@ class TCPServer:
                 await stream.aclose()
 
     async def _read_request(self, conn: Any, stream: trio.SocketStream) -> tuple[Any, bytes]:
+        reading = False
+        try:
+            return await self._read(conn, stream, reading)
+        finally:
+            if self._reading.pop(id(stream), False):
+                self._stir(-1)
+
+    async def _read(self, conn: Any, stream: trio.SocketStream, reading: bool) -> tuple[Any, bytes]:
         import h11
 
         request = None
@@ -80,6 +112,9 @@ class TCPServer:
             event = conn.next_event()
             if event is h11.NEED_DATA:
                 data = await stream.receive_some(65536)
+                if data and not reading:
+                    reading = self._reading[id(stream)] = True
+                    self._stir(+1)  # a request is coming in: in flight until it is read whole
                 conn.receive_data(data)
                 if not data and conn.their_state is not h11.SEND_BODY and request is None:
                     return None, b""
@@ -98,6 +133,7 @@ class TCPServer:
 
         await _send(stream, conn, h11.Response(status_code=200, reason=_reason(200), headers=[
             ("Content-Type", "application/json"), ("Transfer-Encoding", "chunked")]))
+        self._stir(0)
 
         async def client_gone(cancel: trio.CancelScope) -> None:
             while await stream.receive_some(4096):
@@ -111,6 +147,7 @@ class TCPServer:
                     if chunk is None:
                         break
                     await _send(stream, conn, h11.Data(data=chunk))
+                    self._stir(0)
                 else:
                     return
                 await _send(stream, conn, h11.EndOfMessage())
@@ -120,13 +157,17 @@ class TCPServer:
 
     async def _handle(self, method: str, target: str, headers: dict[str, str], body: bytes, box: dict[str, Any],
                       done: trio.Event, send: Any) -> None:
-        reply = await self.handler.handle(method, target, headers, body, self.client)
+        try:
+            reply = await self.handler.handle(method, target, headers, body, self.client, self._options)
+        finally:
+            done.set()  # a crash of the request's process ends it too: the connection then closes
         box["reply"] = reply
-        done.set()
+        self._stir(0)  # (in the step itself: the scheduler waits for the process to read it before it goes on)
         if reply.watch is not None:
             try:
                 while (chunk := await reply.watch.read()) is not None:
                     send.send_nowait(chunk)
+                    self._stir(0)
             except ConnectionResetError:
                 pass
             send.send_nowait(None)

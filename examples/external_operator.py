@@ -1,0 +1,44 @@
+"""An operator process searched at its API boundary: ``examples/external/secret_operator.py`` run as it ships.
+
+The scenario creates a ConfigMap that asks for a Secret, waits until the
+operator made it, then updates the ConfigMap (a user edits it). The oracle: one
+Secret per ConfigMap, always. The operator runs as its own OS process
+(:class:`~harness.kube.ExternalOperator`); its Secret watch's deliveries are
+held in their windows by the search, which finds the duplicate; ``fixed=True``
+runs the operator's fix (a live LIST before it creates), which stays clean.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import harness as h
+from harness.kube import APIServer, ExternalOperator, KubeObject
+
+OPERATOR = Path(__file__).resolve().parent / "external" / "secret_operator.py"
+OWNER = "app.example/owner"
+
+
+@h.scenario
+async def scenario(world: h.World, *, fixed: bool = False, crash_faults: bool = False) -> None:
+    api = APIServer(world)
+    op = ExternalOperator(api, "secret-operator", [sys.executable, str(OPERATOR), "--fixed" if fixed else "--buggy"],
+                          crash_faults=crash_faults)
+    world.state["operator"] = op
+
+    def secrets_of(owner: str) -> list[str]:
+        return [s.name for s in api.peek_all("Secret") if s.labels.get(OWNER) == owner]
+
+    world.invariant(lambda: len(secrets_of("app")) <= 1 or f"duplicate Secrets for app: {secrets_of('app')}",
+                    "one Secret per ConfigMap")
+    op.start()
+    await api.create(KubeObject("ConfigMap", "default", "app", labels={"app.example/want": "secret"}))
+    for _ in range(40):  # the operator creates it (each wait lets the process run: it is quiescent after)
+        if secrets_of("app"):
+            break
+        await world.sleep(0.5, "user waits for the Secret")
+    cm = await api.get("ConfigMap", "default", "app")
+    cm.annotations["edited"] = "yes"
+    await api.update(cm)
+    await world.sleep(3.0, "user waits")
