@@ -29,7 +29,7 @@ from kubernetes.client.exceptions import ApiException
 
 import harness as h
 from harness.explore._runner import model_error_of
-from harness.kube import APIServer, KubeObject, Operator
+from harness.kube import APIServer, KubeObject, Operator, kopf_operator
 from harness.sim import RandomChooser, ReplayChooser, run_once
 from harness.sim._choosers import FaultPlacement
 
@@ -175,6 +175,45 @@ def test_plain_urllib3_requests_reach_the_apiserver() -> None:
     assert out.violation is None, out.violation
     assert seen == {"get": (0.0, (200, "application/json", {"x": "1"})),
                     "missing": (0.0, (404, "Not Found", "NotFound")), "created": (0.0, 201)}
+
+
+KOPF_HANDLERS = textwrap.dedent('''
+    import time
+    import kopf
+    import kubernetes
+
+    @kopf.on.create("configmaps", labels={"app": "demo"})
+    def created(name, namespace, logger, **_):
+        kubernetes.config.load_kube_config()
+        v1 = kubernetes.client.CoreV1Api()
+        time.sleep(3)
+        v1.create_namespaced_secret(namespace, {"metadata": {"name": f"{name}-child"}, "stringData": {"k": "v"}})
+        logger.info("child of %s made", name)
+''')
+
+
+def test_kopf_sync_handler_with_the_official_client(tmp_path: Path) -> None:
+    """A kopf ``def`` handler as kopf users write them: kopf runs it in its executor, a lockstep thread."""
+    handlers = tmp_path / "handlers.py"
+    handlers.write_text(KOPF_HANDLERS)
+    made: dict[str, float] = {}
+
+    async def scenario(world: h.World) -> None:
+        world.horizon = 60
+        api = APIServer(world)
+        await api.create(KubeObject("Namespace", "", "default"))
+        kopf_operator(api, "kopf-op", str(handlers)).start()
+        await api.create(KubeObject("ConfigMap", "default", "a", labels={"app": "demo"}))
+        await world.sleep(10)
+        made.update({s.name: s.creation_timestamp for s in api.snapshot("Secret")[0]})
+
+    out = run_once(scenario, ReplayChooser([]), notes=True)
+    assert out.violation is None, out.violation
+    assert made == {"a-child": 3.0}  # the handler's time.sleep(3) on the virtual clock
+    creates = [r for r in out.trace if r.label == "create Secret default/a-child"]
+    assert len(creates) == 1 and creates[0].actor.startswith("kopf-op/") and creates[0].time == 3.0
+    assert any("child of a made" in n.text for n in out.trace.notes)
+    assert any("Handler 'created' succeeded" in n.text for n in out.trace.notes)
 
 
 async def watch_scenario(world: h.World, *, stop_at: str | None = None, drop: bool = False) -> None:
