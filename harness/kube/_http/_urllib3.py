@@ -42,12 +42,17 @@ the handler sends no ``Retry-After``, so urllib3 would not retry either.
 
 from __future__ import annotations
 
+import asyncio
 import http.client
+import inspect
 import io
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+from harness.sim._asyncio import _model_line
+from harness.sim._lockstep import call_in_world, in_lockstep_thread
 
 from ..._errors import BlockingClient, OutsideTheCluster
 from ._codec import JSON
@@ -76,8 +81,6 @@ def install() -> None:
 
 
 def _routed(original: Callable[..., Any]) -> Callable[..., Any]:
-    import inspect
-
     signature = inspect.signature(original)
 
     def urlopen(self: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
@@ -90,8 +93,6 @@ def _routed(original: Callable[..., Any]) -> Callable[..., Any]:
                 f"{method} {self.scheme}://{self.host}{url}{at} goes to a host other than the cluster's apiserver "
                 f"({HOST}); under the world only the apiserver exists. Serve what the operator calls from the "
                 "scenario, or let the operator skip the call when it runs under the harness"))
-        from harness.sim._lockstep import in_lockstep_thread
-
         if not in_lockstep_thread():
             raise _refused(transport, BlockingClient, lambda at: (
                 f"the synchronous Kubernetes client (urllib3) sends {method} {urlsplit(url).path}{at} from "
@@ -109,17 +110,15 @@ def _routed(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _who_calls() -> str:
-    import asyncio
-
-    if asyncio._get_running_loop() is not None:
-        return "an asyncio task's own step (the world's thread)"
-    return "a Trio task (the world's thread)"
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return "a Trio task (the world's thread)"
+    return "an asyncio task's own step (the world's thread)"
 
 
 def _refused(transport: Transport, error: type[Exception], says: Callable[[str], str]) -> Exception:
     """A model error at the model's line, recorded on the world (an operator that catches it changes nothing)."""
-    from harness.sim._asyncio import _model_line
-
     at = _model_line()
     exc = error(says(f" at {at}" if at else ""))
     world = transport.handler.world
@@ -144,9 +143,7 @@ def _body_bytes(body: Any) -> bytes:
 def _answer(transport: Transport, method: str, url: str, body: Any, headers: Any, *, preload_content: bool,
             decode_content: bool) -> Any:
     """The request as the thread's actor's Trio code, its reply as the ``urllib3.HTTPResponse`` a connection gives."""
-    import urllib3
-
-    from harness.sim._lockstep import call_in_world
+    import urllib3  # (an optional dependency: imported once the official client is in use)
 
     parts = urlsplit(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")  # (a proxy's absolute URL too)
@@ -204,8 +201,6 @@ class _WatchWire(io.RawIOBase):
         if not self._pending:
             if self._ended or self.closed:
                 return 0
-            from harness.sim._lockstep import call_in_world
-
             chunk = call_in_world(self._watch.read)
             if chunk is None:
                 self._ended = True
