@@ -35,7 +35,7 @@ from typing import Any
 
 import trio
 
-from harness.sim._asyncio import WorldLoop
+from harness.sim import WorldLoop
 
 from ._apiserver import APIServer
 from ._errors import ProcessCrashed

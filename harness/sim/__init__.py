@@ -1,6 +1,7 @@
 """The runtime: one World, two clocks (virtual time under the deterministic scheduler, or the real clock
 under Trio's own), actors, choices, traces. No Kubernetes here."""
 
+from ._asyncio import WorldLoop as WorldLoop
 from ._choice import Chooser as Chooser
 from ._choice import Option as Option
 from ._choosers import ConvertingChooser as ConvertingChooser
@@ -42,7 +43,7 @@ from ._world import World as World
 __all__ = [
     "FORMAT_VERSION", "Access", "Note", "RUNAWAY_KINDS", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option",
     "PCTChooser", "Queue",
-    "RandomChooser", "Record", "ReplayChooser", "RunOutcome", "TimerHandle", "Trace", "Violation", "World",
+    "RandomChooser", "Record", "ReplayChooser", "RunOutcome", "TimerHandle", "Trace", "Violation", "World", "WorldLoop",
     "run_batch", "run_once", "LiveRepeat", "RealClock", "repeat_live", "run_live",
     "ConvertingChooser", "FaultPlacement", "PlanChooser", "Entry", "Fault", "Hold", "Ident", "Pick",
     "canonical_plan", "entry_from_json", "identity_label",
