@@ -281,6 +281,33 @@ def test_official_client_watch_broken_connection_raises_protocol_error() -> None
     assert at == 4.0 and "Connection broken" in said  # what urllib3 raises for a connection reset mid-body
 
 
+def test_official_client_request_timeout_is_a_read_timeout_in_virtual_time() -> None:
+    seen: dict[str, Any] = {}
+
+    def impatient(note: Note) -> None:
+        config.load_kube_config()
+        v1 = client.CoreV1Api()
+        try:
+            for event in watch.Watch().stream(v1.list_namespaced_config_map, "default", _request_timeout=2):
+                note(f"{event['type']} {event['object'].metadata.name}")
+        except urllib3.exceptions.ReadTimeoutError as err:
+            note("timed out", str(err))
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        await api.create(KubeObject("ConfigMap", "default", "a"))
+        Operator(api, "op", in_threads, (impatient, (_noter(world, seen),)), asyncio=True).start()
+        await world.sleep(1)
+        await api.create(KubeObject("ConfigMap", "default", "c"))
+        await world.sleep(10)
+
+    out = run_once(scenario, ReplayChooser([]))
+    assert out.violation is None, out.violation
+    # urllib3 sets the read timeout on the socket: each read may wait 2 s for the next bytes, here of the virtual
+    # clock (the delivery of c at 1 s restarted the wait); then ReadTimeoutError, as urllib3 raises it
+    assert seen == {"ADDED a": (0.0, None), "ADDED c": (1.0, None), "timed out": (3.0, "None: Read timed out.")}
+
+
 # --------------------------------------------------------------------------- determinism and interleavings
 def writer(note: Note, name: str) -> None:
     """Create a ConfigMap of its own, then append its name to the shared one (a read-modify-write)."""

@@ -25,8 +25,11 @@ to its actor. This module makes a urllib3 request such an operation:
   delivery, each read a ``call_in_world(watch.read)``: a delivery is read as
   it comes, the body ends when the server ends the stream, and a broken
   connection raises what urllib3 raises for one (``ProtocolError``,
-  "Connection broken"). Closing the response (``resp.close()``, as the
-  official ``Watch`` does when its loop ends) closes the watch.
+  "Connection broken"), and a read that waits past the read timeout
+  (``_request_timeout``) raises ``ReadTimeoutError`` on the virtual clock.
+  Closing the response (``resp.close()``, as the official ``Watch`` does when
+  its loop ends) closes the watch; ``release_conn()`` alone hands back no
+  connection (there is none) and leaves the stream open, as urllib3 does.
 
 Called from anywhere but a lockstep thread (an asyncio task's step, a Trio
 actor) the synchronous client would block the whole world: nothing else runs
@@ -50,6 +53,8 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+import trio
 
 from harness.sim._asyncio import _model_line
 from harness.sim._lockstep import call_in_world, in_lockstep_thread
@@ -103,7 +108,7 @@ def _routed(original: Callable[..., Any]) -> Callable[..., Any]:
         call = signature.bind(self, method, url, *args, **kwargs).arguments
         return _answer(transport, method, url, call.get("body"), call.get("headers") or {},
                        preload_content=call.get("preload_content", True),
-                       decode_content=call.get("decode_content", True))
+                       decode_content=call.get("decode_content", True), read_timeout=_read_timeout(self, call))
 
     urlopen.__wrapped__ = original  # type: ignore[attr-defined]
     return urlopen
@@ -115,6 +120,17 @@ def _who_calls() -> str:
     except RuntimeError:
         return "a Trio task (the world's thread)"
     return "an asyncio task's own step (the world's thread)"
+
+
+def _read_timeout(pool: Any, call: dict[str, Any]) -> float | None:
+    """How long a read of the response may wait for its next bytes (``timeout``'s read or total; no connect time:
+    nothing is dialled), as urllib3 sets it on the socket: the official client's ``_request_timeout``."""
+    from urllib3.util.timeout import _DEFAULT_TIMEOUT
+
+    timeout = pool._get_timeout(call.get("timeout", _DEFAULT_TIMEOUT))
+    # (``Timeout.read_timeout`` would take the real time since a connect started: a float no two runs share)
+    limits = [t for t in (timeout._read, timeout.total) if isinstance(t, int | float) and not isinstance(t, bool)]
+    return float(min(limits)) if limits else None
 
 
 def _refused(transport: Transport, error: type[Exception], says: Callable[[str], str]) -> Exception:
@@ -141,7 +157,7 @@ def _body_bytes(body: Any) -> bytes:
 
 
 def _answer(transport: Transport, method: str, url: str, body: Any, headers: Any, *, preload_content: bool,
-            decode_content: bool) -> Any:
+            decode_content: bool, read_timeout: float | None) -> Any:
     """The request as the thread's actor's Trio code, its reply as the ``urllib3.HTTPResponse`` a connection gives."""
     import urllib3  # (an optional dependency: imported once the official client is in use)
 
@@ -154,7 +170,8 @@ def _answer(transport: Transport, method: str, url: str, body: Any, headers: Any
     code, reason = reply.code, _reason(reply.code).decode("ascii")
     if reply.watch is not None:
         transport._streams.append(reply.watch)  # (a crash of the operator closes its connections)
-        wire = http.client.HTTPResponse(_WatchSocket(reply.watch, code, reason), method=method)  # type: ignore[arg-type]
+        sock = _WatchSocket(reply.watch, code, reason, read_timeout)
+        wire = http.client.HTTPResponse(sock, method=method)  # type: ignore[arg-type]
         wire.begin()
         return urllib3.HTTPResponse(
             body=wire, headers=urllib3.HTTPHeaderDict(wire.msg.items()), status=wire.status, version=wire.version,
@@ -170,10 +187,10 @@ def _answer(transport: Transport, method: str, url: str, body: Any, headers: Any
 class _WatchSocket:
     """What ``http.client.HTTPResponse`` reads a watch response from: the status line, then the stream's chunks."""
 
-    def __init__(self, watch: _Watch, code: int, reason: str) -> None:
+    def __init__(self, watch: _Watch, code: int, reason: str, timeout: float | None) -> None:
         head = (f"HTTP/1.1 {code} {reason}\r\nContent-Type: {JSON}\r\nTransfer-Encoding: chunked\r\n\r\n"
                 ).encode("latin-1")
-        self._wire = _WatchWire(watch, head)
+        self._wire = _WatchWire(watch, head, timeout)
 
     def makefile(self, mode: str) -> io.BufferedReader:
         return io.BufferedReader(self._wire)
@@ -185,14 +202,26 @@ class _WatchWire(io.RawIOBase):
     Each delivery comes whole, framed as one HTTP chunk, so the client's chunked
     reader never asks for the next delivery before it has handed on this one;
     the stream's end is the last chunk, a broken connection the read's
-    ``ConnectionResetError`` (urllib3 makes it ``ProtocolError``).
+    ``ConnectionResetError`` (urllib3 makes it ``ProtocolError``), and a read
+    that waits longer than the read timeout the socket's ``TimeoutError``, in
+    virtual time (urllib3 makes it ``ReadTimeoutError``).
     """
 
-    def __init__(self, watch: _Watch, head: bytes) -> None:
+    def __init__(self, watch: _Watch, head: bytes, timeout: float | None) -> None:
         super().__init__()
         self._watch = watch
         self._pending = head
         self._ended = False
+        self._timeout = timeout
+
+    async def _read(self) -> bytes | None:
+        if self._timeout is None:
+            return await self._watch.read()
+        try:
+            with trio.fail_after(self._timeout):
+                return await self._watch.read()
+        except trio.TooSlowError:
+            raise TimeoutError("timed out") from None  # (what a socket with a timeout raises)
 
     def readable(self) -> bool:
         return True
@@ -201,7 +230,7 @@ class _WatchWire(io.RawIOBase):
         if not self._pending:
             if self._ended or self.closed:
                 return 0
-            chunk = call_in_world(self._watch.read)
+            chunk = call_in_world(self._read)
             if chunk is None:
                 self._ended = True
                 self._pending = b"0\r\n\r\n"
