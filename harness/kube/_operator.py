@@ -40,7 +40,7 @@ from harness.sim import WorldLoop
 from ._apiserver import APIServer
 from ._errors import ProcessCrashed
 from ._http._aio import ClusterNetwork
-from ._http._environment import ROUTE, install, kubeconfig_path, point_clients_at
+from ._http._environment import ROUTE, install, kubeconfig_path, point_clients_at, skip_system_certificates
 from ._http._httpx import Transport
 from ._process import ControllerProcess
 
@@ -124,6 +124,7 @@ class Operator:
         self.world.on_end(lambda: random.setstate(state))
         self._set_env({"KUBECONFIG": kubeconfig_path(), **self.env})
         self.world.on_end(point_clients_at(kubeconfig_path()))
+        self.world.on_end(skip_system_certificates())
         if self.log:
             self.world.capture_logging(*self.loggers, level=self.log_level)
             self.world.capture_logging(*_TRANSPORT_LOGGERS, level=max(self.log_level, logging.WARNING))

@@ -2,6 +2,7 @@
 under Trio's own), actors, choices, traces. No Kubernetes here."""
 
 from ._asyncio import WorldLoop as WorldLoop
+from ._asyncio import running_world_loop as running_world_loop
 from ._choice import Chooser as Chooser
 from ._choice import Option as Option
 from ._choosers import ConvertingChooser as ConvertingChooser
@@ -43,7 +44,8 @@ from ._world import World as World
 __all__ = [
     "FORMAT_VERSION", "Access", "Note", "RUNAWAY_KINDS", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option",
     "PCTChooser", "Queue",
-    "RandomChooser", "Record", "ReplayChooser", "RunOutcome", "TimerHandle", "Trace", "Violation", "World", "WorldLoop",
+    "RandomChooser", "Record", "ReplayChooser", "RunOutcome", "TimerHandle", "Trace", "Violation", "World",
+    "WorldLoop", "running_world_loop",
     "run_batch", "run_once", "LiveRepeat", "RealClock", "repeat_live", "run_live",
     "ConvertingChooser", "FaultPlacement", "PlanChooser", "Entry", "Fault", "Hold", "Ident", "Pick",
     "canonical_plan", "entry_from_json", "identity_label",

@@ -151,6 +151,12 @@ def _task_of(handle: events.Handle) -> asyncio.Task[Any] | None:
     return task if isinstance(task, _TASKS) else None
 
 
+def running_world_loop() -> WorldLoop | None:
+    """The :class:`WorldLoop` whose step is running now (an operator's asyncio code), else None (Trio code)."""
+    loop = events._get_running_loop()
+    return loop if isinstance(loop, WorldLoop) else None
+
+
 class WorldLoop(asyncio.BaseEventLoop):
     """An asyncio event loop run by the world: one actor, FIFO as asyncio, its I/O and time the world's (see the
     module)."""
@@ -376,6 +382,8 @@ class WorldLoop(asyncio.BaseEventLoop):
         name = task.get_name()
         if name.startswith("Task-") and name[5:].isdigit():
             return _short_name(task.get_coro())
+        if re.fullmatch(r"[\w.<>]+", name):  # a function's qualified name (anyio names its tasks so): its last part
+            return name.rpartition(".")[2] or name
         return actor_name(name)
 
     async def _agent(self, task: asyncio.Task[Any], agent: _Agent) -> None:

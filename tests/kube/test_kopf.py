@@ -228,3 +228,69 @@ def test_a_raw_socket_in_an_asyncio_operator_is_a_model_error() -> None:
     out = run_once(scenario, ReplayChooser([]))
     assert out.violation is not None and out.violation.kind == "misuse", out.violation
     assert "example.com" in out.violation.message and "does not serve" in out.violation.message
+
+
+def test_lightkube_operator_on_asyncio() -> None:
+    """A lightkube operator started the usual way (``anyio.run(main)``: asyncio) runs on the world's loop: its
+    httpx requests and watch reads are its tasks' actors' steps, its anyio waits the loop's."""
+    from tests.kube.test_operator import copier
+
+    box: dict[str, Any] = {}
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        await api.create(KubeObject("ConfigMap", "default", "a", extra={"data": {"x": "1"}}))
+        Operator(api, "cm-operator", copier, 2, asyncio=True).start()
+        await world.sleep(10)
+        box["names"] = sorted(o.name for o in api.peek_all("ConfigMap"))
+
+    out = run_once(scenario, ReplayChooser([]))
+    assert out.violation is None, out.violation
+    assert box["names"] == ["a", "copy-0", "copy-1"]
+    creates = [(r.actor, r.time) for r in out.trace if r.label.startswith("create ConfigMap default/copy-")]
+    # anyio's task group tasks on asyncio, named after their functions; anyio.sleep(2) ran on the virtual clock
+    assert creates == [("cm-operator/worker", 2.0), ("cm-operator/worker#2", 2.0)]
+    firsts = {next(r.actor for r in run_once(scenario, RandomChooser(s)).trace
+                   if r.label.startswith("create ConfigMap default/copy-")) for s in range(20)}
+    assert firsts == {"cm-operator/worker", "cm-operator/worker#2"}
+
+
+async def _k8s_asyncio_main(seen: list[str]) -> None:
+    """An operator on kubernetes_asyncio as its users write one: config from KUBECONFIG, a watch, a write per event."""
+    from kubernetes_asyncio import client, config, watch
+
+    await config.load_kube_config()
+    async with client.ApiClient() as api_client:
+        core = client.CoreV1Api(api_client)
+        stream = watch.Watch().stream(core.list_namespaced_config_map, "default", timeout_seconds=30)
+        async for event in stream:
+            name = event["object"].metadata.name
+            seen.append(f"{event['type']} {name}")
+            if not name.endswith("-copy"):
+                body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"{name}-copy"), data={"from": name})
+                try:
+                    await core.create_namespaced_config_map("default", body)
+                except client.ApiException as err:
+                    if err.status != 409:
+                        raise
+
+
+def test_kubernetes_asyncio_operator() -> None:
+    seen: list[str] = []
+    box: dict[str, Any] = {}
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        await api.create(KubeObject("ConfigMap", "default", "a"))
+        Operator(api, "k8s-op", _k8s_asyncio_main, seen, asyncio=True).start()
+        await world.sleep(5)
+        await api.create(KubeObject("ConfigMap", "default", "b"))
+        await world.sleep(5)
+        box["names"] = sorted(o.name for o in api.peek_all("ConfigMap"))
+
+    out = run_once(scenario, ReplayChooser([]))
+    assert out.violation is None, out.violation
+    assert box["names"] == ["a", "a-copy", "b", "b-copy"]
+    assert seen[:2] == ["ADDED a", "ADDED a-copy"] and "ADDED b" in seen and "ADDED b-copy" in seen
+    assert any(r.label == "create ConfigMap default/b-copy" and r.actor == "k8s-op/_k8s_asyncio_main" for r in out.trace)
+    assert str(run_once(scenario, ReplayChooser([])).trace.digest()) == str(out.trace.digest())

@@ -38,6 +38,7 @@ from contextvars import ContextVar
 from typing import Any, Protocol
 
 from ..._errors import OutsideTheCluster
+from ...sim import running_world_loop
 
 #: the apiserver's address in the harness's kubeconfig (``.invalid``: a name that resolves nowhere, RFC 2606)
 HOST = "kube-apiserver.harness.invalid"
@@ -121,6 +122,9 @@ def _routed(original: Callable[[Any, Any], Awaitable[Any]]) -> Callable[[Any, An
                 f"{request.method} {request.url} goes to a host other than the cluster's apiserver ({HOST}); under "
                 "the world only the apiserver exists. Serve what the operator calls from the scenario, or let the "
                 "operator skip the call when it runs under the harness")
+        loop = running_world_loop()
+        if loop is not None:  # an operator on asyncio (anyio.run's default backend): the request is Trio code
+            return await loop.run_trio(lambda: route.handle_async_request(request))
         return await route.handle_async_request(request)
 
     handle_async_request.__wrapped__ = original  # type: ignore[attr-defined]
@@ -151,5 +155,29 @@ def point_clients_at(path: str) -> Callable[[], None]:
     def undo() -> None:
         for module, value in saved:
             module.KUBE_CONFIG_DEFAULT_LOCATION = value
+
+    return undo
+
+
+def skip_system_certificates() -> Callable[[], None]:
+    """While a run lasts, an SSL context skips loading the system's CA certificates; returns the undo.
+
+    Under the world no TLS handshake ever happens (the apiserver is reached in
+    process, any other host is refused), and ``ssl.create_default_context``
+    reads the system's CA bundle each time (about 20 ms): kopf and
+    ``kubernetes_asyncio`` build several contexts per run, which made that
+    reading most of a kopf run's cost (``bench/bench_kopf.py``).
+    """
+    import ssl
+
+    original = ssl.SSLContext.load_default_certs
+
+    def load_default_certs(self: ssl.SSLContext, purpose: Any = ssl.Purpose.SERVER_AUTH) -> None:
+        return None
+
+    ssl.SSLContext.load_default_certs = load_default_certs  # type: ignore[method-assign]
+
+    def undo() -> None:
+        ssl.SSLContext.load_default_certs = original  # type: ignore[method-assign]
 
     return undo

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...sim import running_world_loop
 from .._delivery import DEFAULT_MAX_LAG, note_lost, watch_break
 from .._errors import Gone
 from .._objects import KubeObject, object_ref
@@ -279,8 +280,9 @@ class _Chunks:
         return self
 
     async def __anext__(self) -> bytes:
-        try:
-            chunk = await self._watch.read()
+        loop = running_world_loop()
+        try:  # (read by an operator on asyncio: the read is Trio code of the reading task's actor)
+            chunk = await (self._watch.read() if loop is None else loop.run_trio(self._watch.read))
         except ConnectionResetError as exc:
             raise self._broken(str(exc)) from None
         if chunk is None:
