@@ -10,6 +10,7 @@ its message ends with what to do about it::
      +-- SimulationError     misuse of the runtime from inside a scenario
           +-- NotInSimulation  a harness primitive awaited outside a running World
           +-- OutsideTheCluster  an operator's request to a host the world does not serve
+          +-- BlockingClient     a synchronous client called where it would block the whole world
 
 Verdicts of a run (oracle violated, deadlock, runaway, ...) are *results*, not
 exceptions: they are :class:`harness.Violation` values carried by a counterexample.
@@ -48,3 +49,8 @@ class NotInSimulation(SimulationError):
 
 class OutsideTheCluster(SimulationError):
     """An operator's request to a host other than the cluster's apiserver: nothing else exists under the world."""
+
+
+class BlockingClient(SimulationError):
+    """A synchronous client (the official ``kubernetes`` client) called from the world's own thread, not a thread of
+    the operator's executor: it would block every actor while it waits for an answer no actor could give."""

@@ -195,7 +195,10 @@ class _Footprints(_RunState):
     def _log_note(self, record: logging.LogRecord) -> None:
         """A captured record logged inside a step, in a told run: the step's note (see :meth:`capture_logging`)."""
         if threading.get_ident() != self._log_thread:
-            return
+            from ._lockstep import in_lockstep_thread
+
+            if not in_lockstep_thread():  # (a lockstep thread runs while the world waits for it: its step's note)
+                return
         if self._me() is None and self._current_timer is None:
             return  # between steps: the controller's own code, not an actor's
         text = f"{record.name}: {record.levelname}: {record.getMessage()}"

@@ -98,7 +98,11 @@ def _clients() -> list[Any]:
 
 
 def install() -> None:
-    """Wrap the connection transport of httpx and of its forks that are installed (once per process)."""
+    """Wrap the connection transport of httpx and of its forks that are installed, and urllib3's connection pool
+    (the official synchronous client's, ``_urllib3.py``), once per process."""
+    from ._urllib3 import install as install_urllib3
+
+    install_urllib3()
     for http in _clients():
         if http.__name__ in _INSTALLED:
             continue
