@@ -2,6 +2,7 @@
 under Trio's own), actors, choices, traces. No Kubernetes here."""
 
 from ._asyncio import WorldLoop as WorldLoop
+from ._asyncio import model_line_here as model_line_here
 from ._asyncio import running_world_loop as running_world_loop
 from ._choice import Chooser as Chooser
 from ._choice import Option as Option
@@ -13,6 +14,8 @@ from ._choosers import RandomChooser as RandomChooser
 from ._choosers import ReplayChooser as ReplayChooser
 from ._driver import run_batch as run_batch
 from ._driver import run_once as run_once
+from ._lockstep import call_in_world as call_in_world
+from ._lockstep import in_lockstep_thread as in_lockstep_thread
 from ._outcome import RUNAWAY_KINDS as RUNAWAY_KINDS
 from ._outcome import VERDICTS as VERDICTS
 from ._outcome import Limits as Limits
@@ -45,7 +48,7 @@ __all__ = [
     "FORMAT_VERSION", "Access", "Note", "RUNAWAY_KINDS", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option",
     "PCTChooser", "Queue",
     "RandomChooser", "Record", "ReplayChooser", "RunOutcome", "TimerHandle", "Trace", "Violation", "World",
-    "WorldLoop", "running_world_loop",
+    "WorldLoop", "running_world_loop", "model_line_here", "call_in_world", "in_lockstep_thread",
     "run_batch", "run_once", "LiveRepeat", "RealClock", "repeat_live", "run_live",
     "ConvertingChooser", "FaultPlacement", "PlanChooser", "Entry", "Fault", "Hold", "Ident", "Pick",
     "canonical_plan", "entry_from_json", "identity_label",

@@ -521,7 +521,7 @@ class WorldLoop(asyncio.BaseEventLoop):
     # ------------------------------------------------------------------ what the world cannot order
     def _outside(self, what: str) -> OutsideTheWorld:
         """A model error at the model's line (recorded on the world: an operator that catches it changes nothing)."""
-        at = _model_line()
+        at = model_line_here()
         exc = OutsideTheWorld(
             f"{what}{f' at {at}' if at else ''}: under the world an operator's loop reaches only the scenario's "
             "apiserver (its kubeconfig), and its waits are the world's choices; a real socket, file descriptor, "
@@ -609,7 +609,7 @@ class WorldLoop(asyncio.BaseEventLoop):
         self._nursery.start_soon(fn, name=name)
 
 
-def _model_line() -> str | None:
+def model_line_here() -> str | None:
     """``op.py:12 in main (...)``: the innermost frame of the model's own code on the calling stack."""
     import linecache
     from pathlib import Path

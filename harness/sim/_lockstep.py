@@ -104,7 +104,13 @@ def run_in_thread(loop: WorldLoop, func: Callable[..., T], args: tuple[Any, ...]
     """``loop.run_in_executor(executor, func, *args)`` under the world: an actor running ``func`` in lockstep."""
     install_time_sleep()
     fut: asyncio.Future[T] = loop.create_future()
-    target = getattr(func, "func", func)  # (functools.partial: name the function it calls)
+    target: Any = func
+    for _ in range(5):  # functools.partial (of Context.run, as asyncio.to_thread and kopf wrap): name what it calls
+        inner = getattr(target, "func", None)
+        if inner is None:
+            break
+        args_of = getattr(target, "args", ())
+        target = args_of[0] if getattr(inner, "__name__", "") == "run" and args_of and callable(args_of[0]) else inner
     name = getattr(target, "__name__", None) or type(target).__name__
 
     async def drive() -> None:

@@ -56,8 +56,7 @@ from urllib.parse import urlsplit
 
 import trio
 
-from harness.sim._asyncio import _model_line
-from harness.sim._lockstep import call_in_world, in_lockstep_thread
+from harness.sim import call_in_world, in_lockstep_thread, model_line_here
 
 from ..._errors import BlockingClient, OutsideTheCluster
 from ._codec import JSON
@@ -135,7 +134,7 @@ def _read_timeout(pool: Any, call: dict[str, Any]) -> float | None:
 
 def _refused(transport: Transport, error: type[Exception], says: Callable[[str], str]) -> Exception:
     """A model error at the model's line, recorded on the world (an operator that catches it changes nothing)."""
-    at = _model_line()
+    at = model_line_here()
     exc = error(says(f" at {at}" if at else ""))
     world = transport.handler.world
     actor = world._current
