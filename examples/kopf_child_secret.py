@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 
 import kopf
+import kubernetes
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.rest import ApiException
 
@@ -31,47 +32,46 @@ from harness.kube import APIServer, KubeObject, kopf_operator, start_cluster
 FIXED = os.environ.get("FIXED") == "1"
 
 
-async def _api() -> client.CoreV1Api:
+async def _async_api() -> client.CoreV1Api:
     await config.load_kube_config()
     return client.CoreV1Api(client.ApiClient())
 
 
-@kopf.on.create("configmaps", labels={"app": "demo"})
-async def create_child(name: str, namespace: str, uid: str, logger: kopf.Logger, **_: object) -> None:
-    api = await _api()
-    secret = client.V1Secret(metadata=client.V1ObjectMeta(
+@kopf.on.create("configmaps", labels={"app": "demo"}, backoff=2)  # (kopf retries a failed handler after 60 s by default)
+def create_child(name: str, namespace: str, uid: str, logger: kopf.Logger, **_: object) -> None:
+    """A sync handler with the official client, as most kopf handlers are written (kopf runs it in a thread)."""
+    kubernetes.config.load_kube_config()
+    api = kubernetes.client.CoreV1Api()
+    secret = kubernetes.client.V1Secret(metadata=kubernetes.client.V1ObjectMeta(
         name=f"{name}-child", namespace=namespace, annotations={"parent-uid": uid}), string_data={"from": name})
-    try:
-        for _attempt in range(3):
-            try:
-                await api.create_namespaced_secret(namespace, secret)
-                logger.info("created %s-child", name)
-                return
-            except ApiException as err:
-                if err.status != 409:
-                    raise
-            if not FIXED:
-                logger.info("%s-child exists already", name)
-                return
-            try:  # the Secret there may be an old parent's: make it ours
-                await api.patch_namespaced_secret(f"{name}-child", namespace,
-                                                  {"metadata": {"annotations": {"parent-uid": uid}}})
-                logger.info("%s-child adopted", name)
-                return
-            except ApiException as err:
-                if err.status != 404:  # deleted by the old parent's cleanup in between: create it again
-                    raise
-        raise kopf.TemporaryError(f"{name}-child keeps changing", delay=1)
-    finally:
-        await api.api_client.close()
+    for _attempt in range(3):
+        try:
+            api.create_namespaced_secret(namespace, secret)
+            logger.info("created %s-child", name)
+            return
+        except kubernetes.client.ApiException as err:
+            if err.status != 409:
+                raise
+        if not FIXED:
+            logger.info("%s-child exists already", name)
+            return
+        try:  # the Secret there may be an old parent's: make it ours
+            api.patch_namespaced_secret(f"{name}-child", namespace, {"metadata": {"annotations": {"parent-uid": uid}}})
+            logger.info("%s-child adopted", name)
+            return
+        except kubernetes.client.ApiException as err:
+            if err.status != 404:  # deleted by the old parent's cleanup in between: create it again
+                raise
+    raise kopf.TemporaryError(f"{name}-child keeps changing", delay=1)
 
 
 @kopf.on.event("configmaps", labels={"app": "demo"})
 async def delete_child(event: kopf.RawEvent, name: str, namespace: str, uid: str, logger: kopf.Logger,
                        **_: object) -> None:
+    """An async handler with kubernetes_asyncio."""
     if event["type"] != "DELETED":
         return
-    api = await _api()
+    api = await _async_api()
     try:
         if FIXED:
             child = await api.read_namespaced_secret(f"{name}-child", namespace)
