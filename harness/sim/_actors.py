@@ -47,6 +47,10 @@ def _whose(path: str) -> int:
     return 1 if resolved.startswith(_PACKAGES) else 2
 
 
+#: Trio tasks whose next wake-up is mechanical: woken only to start an operation whose own yield points are the
+#: choices (an asyncio task's actor handed a request), so the world runs it at once, with no decision of its own
+MECHANICAL: set[tl.Task] = set()
+
 #: a Trio task that runs another library's coroutines (an asyncio task's host, ``_asyncio.py``) -> where those wait
 FOREIGN_FRAMES: dict[tl.Task, Callable[[], Iterator[FrameType]]] = {}
 
@@ -120,6 +124,7 @@ class _Actor:
         "task",
         "task_parked",
         "trio_blocked",
+        "urgent",
         "waiting",
     )
 
@@ -152,6 +157,8 @@ class _Actor:
         self.trio_blocked = False
         #: it has run once (an adopted task's first action is its start)
         self.started = True
+        #: its registered action is mechanical (``MECHANICAL``): taken before any other, never a choice
+        self.urgent = False
         self.abort_fn: Callable[[Any], tl.Abort] = lambda _rc: tl.Abort.SUCCEEDED
 
 

@@ -67,7 +67,7 @@ import trio.lowlevel as tl
 from sniffio import thread_local as _sniffio
 
 from .._errors import HarnessError
-from ._actors import FOREIGN_FRAMES, _whose
+from ._actors import FOREIGN_FRAMES, MECHANICAL, _whose
 from ._tasks import VERBATIM
 
 if TYPE_CHECKING:
@@ -98,10 +98,11 @@ class OutsideTheWorld(Exception):
 class _Agent:
     """The actor of one asyncio task that awaits the world: the Trio task running its operations, in order."""
 
-    __slots__ = ("event", "jobs", "name")
+    __slots__ = ("event", "jobs", "name", "trio_task")
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.trio_task: tl.Task | None = None
         self.jobs: deque[tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]]] = deque()
         self.event: trio.Event | None = None  # set while it waits for a job
 
@@ -346,6 +347,8 @@ class WorldLoop(asyncio.BaseEventLoop):
             finally:
                 events._set_running_loop(saved)
         finally:
+            for agent in self._agents.values():
+                MECHANICAL.discard(agent.trio_task)
             self._tasks.clear()
             self._agents.clear()
             self._helper_of.clear()
@@ -369,10 +372,17 @@ class WorldLoop(asyncio.BaseEventLoop):
         agent = self._agents.get(owner)
         if agent is None:
             agent = self._agents[owner] = _Agent(self._name_of(owner))
-            assert self._nursery is not None
-            self._nursery.start_soon(self._agent, owner, agent, name=VERBATIM + agent.name)
+            nursery = self._nursery
+            assert nursery is not None
+            known = {a.trio_task for a in self._agents.values()}
+            nursery.start_soon(self._agent, owner, agent, name=VERBATIM + agent.name)
+            agent.trio_task = next(t for t in nursery.child_tasks
+                                   if t.name == VERBATIM + agent.name and t not in known)
+            MECHANICAL.add(agent.trio_task)  # (its start only begins the operation: the operation's points decide)
         agent.jobs.append((fn, fut))
-        if agent.event is not None:
+        if agent.event is not None and not agent.event.is_set():
+            assert agent.trio_task is not None
+            MECHANICAL.add(agent.trio_task)
             agent.event.set()
         return fut
 

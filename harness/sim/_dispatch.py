@@ -22,7 +22,7 @@ import trio
 import trio.lowlevel as tl
 from trio._core._run import GLOBAL_RUN_CONTEXT  # where a held task goes back when the world chooses it
 
-from ._actors import _CANCEL, MAIN_ACTOR, _Actor, waiting_at
+from ._actors import _CANCEL, MAIN_ACTOR, MECHANICAL, _Actor, waiting_at
 from ._choice import Option
 from ._footprints import _harness_code
 from ._misuse import ending, misuse
@@ -115,6 +115,9 @@ class _Dispatch(_RunState):
             woken.sort(key=_index)
         label = self._adopter.wake_label
         for actor in woken:
+            if actor.task is not None and actor.task in MECHANICAL:
+                MECHANICAL.discard(actor.task)
+                actor.urgent = True
             if actor.held and not actor.done:
                 # (fresh: what a task does after a wait for work or time starts afresh, as after world.sleep or an
                 # idle Queue.get; what woke it is a read of the step that did: see TaskAdopter.task_scheduled)
@@ -410,7 +413,11 @@ class _Dispatch(_RunState):
             n = len(enabled)
             now_ns = self._now_ns
             now = now_ns / TICKS_PER_SECOND
-            can_wait = True
+            urgent = next((i for i, e in enumerate(enabled) if getattr(e[2], "urgent", False)), None)
+            if urgent is not None:  # a mechanical wake-up (see MECHANICAL): no decision, it runs now
+                enabled[urgent][2].urgent = False  # type: ignore[attr-defined]
+                n, enabled = 1, [enabled[urgent]]
+            can_wait = urgent is None
             for e in enabled:
                 if e[2].latest_ns <= now_ns:  # type: ignore[attr-defined]
                     can_wait = False
