@@ -11,24 +11,34 @@ operation to its actor, which runs it as Trio code (its yield points, its
 virtual sleeps: the world's choices) and hands the outcome back. The thread's
 own code between two such operations is one step of its actor.
 
-What a thread cannot do under the world is wait on something only another
-thread ends (a ``threading.Event`` another handler sets, a lock held across an
-operation): the world runs one of them at a time, so the wait would never end.
-Such a wait is found by the watchdog of the step, which names the thread's line.
+``threading.Event.wait`` in such a thread (kopf's ``stopped.wait(5)`` in a
+sync daemon) is a wait of its actor in virtual time, woken when the Event is
+set (by the loop, or by another lockstep thread once that one hands back).
+What a thread cannot do under the world is wait on a lock, a condition or a
+queue only another thread ends: the world runs one of them at a time, so the
+wait would never end. After two real seconds of such a wait the run stops
+with a model error at the thread's line.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import linecache
+import math
 import queue
+import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+import weakref
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
+from ._actors import _whose
 from ._tasks import VERBATIM
 
 if TYPE_CHECKING:
@@ -76,15 +86,46 @@ class _Worker:
 
     # the world's side: the Trio thread blocks until the thread hands something back (the world stands still)
     def next(self) -> tuple[str, Any]:
+        waited = 0.0
         while True:
             try:
-                return self._to_world.get(timeout=0.05)  # (slices: a signal or the watchdog can still interrupt)
+                item = self._to_world.get(timeout=0.05)  # (slices: a signal or the watchdog can still interrupt)
             except queue.Empty:
+                waited += 0.05
+                if waited >= _BLOCKED_AFTER and (where := self.blocked_at()) is not None:
+                    return ("blocked", where)
                 continue
+            _flush_sets()
+            return item
+
+    def blocked_at(self) -> str | None:
+        """Where the thread waits, if it waits on a lock, a condition or a queue only another thread can end."""
+        frame = sys._current_frames().get(self.thread.ident or -1)
+        if frame is None or not any(f.f_code.co_filename == threading.__file__ or f.f_code.co_filename == queue.__file__
+                                    for f in _outward(frame, 4)):
+            return None
+        for f in _outward(frame, 200):
+            path = f.f_code.co_filename
+            if not path.startswith("<") and _whose(path) == 2:
+                line = linecache.getline(path, f.f_lineno).strip()
+                return f"{Path(path).name}:{f.f_lineno} in {f.f_code.co_name}" + (f" ({line[:80]})" if line else "")
+        return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno} in {frame.f_code.co_name}"
 
     def resume(self, ok: bool, value: Any) -> tuple[str, Any]:
         self._to_thread.put((ok, value))
         return self.next()
+
+
+def _outward(frame: FrameType | None, limit: int) -> Iterator[FrameType]:
+    for _ in range(limit):
+        if frame is None:
+            return
+        yield frame
+        frame = frame.f_back
+
+
+#: real seconds a lockstep thread may wait on a threading primitive before that is called a misuse
+_BLOCKED_AFTER = 2.0
 
 
 def in_lockstep_thread() -> bool:
@@ -118,6 +159,10 @@ def run_in_thread(loop: WorldLoop, func: Callable[..., T], args: tuple[Any, ...]
         worker.thread.start()
         what, value = worker.next()
         try:
+            if what == "blocked":
+                raise loop._outside(f"a thread of the operator ({name}) waits on a lock, a condition or a queue "
+                                    f"at {value}, which only another thread can end; under the world one thread "
+                                    "runs at a time (threading.Event and time.sleep are the world's waits)")
             while what == "job":
                 loop.take_from_threads()
                 try:
@@ -126,12 +171,17 @@ def run_in_thread(loop: WorldLoop, func: Callable[..., T], args: tuple[Any, ...]
                     what, value = worker.resume(False, exc)
                 else:
                     what, value = worker.resume(True, result)
+                if what == "blocked":
+                    raise loop._outside(f"a thread of the operator ({name}) waits on a lock, a condition or a "
+                                        f"queue at {value}, which only another thread can end; under the world one "
+                                        "thread runs at a time (threading.Event and time.sleep are the world's waits)")
         except BaseException:
             while what == "job":  # cancelled where it waited: the thread's stack unwinds, its operations refused
                 what, value = worker.resume(False, _Abandoned())
             raise
         finally:
-            worker.thread.join()
+            if what != "blocked":  # (a thread blocked outside the world is left to itself: a daemon thread)
+                worker.thread.join()
             loop.take_from_threads()
         if fut.done():
             return
@@ -147,7 +197,49 @@ def run_in_thread(loop: WorldLoop, func: Callable[..., T], args: tuple[Any, ...]
 
 
 _REAL_SLEEP = time.sleep
+_REAL_EVENT_WAIT = threading.Event.wait
+_REAL_EVENT_SET = threading.Event.set
 _installed = False
+#: the world's waiters of a threading.Event waited on in a lockstep thread
+_event_waiters: weakref.WeakKeyDictionary[threading.Event, list[trio.Event]] = weakref.WeakKeyDictionary()
+#: Events a lockstep thread set: their waiters are woken on the Trio thread, when the thread hands back
+_sets_from_threads: list[threading.Event] = []
+
+
+def _event_wait(self: threading.Event, timeout: float | None = None) -> bool:
+    """``threading.Event.wait`` in a lockstep thread: a wait of its actor in virtual time (elsewhere: the real one)."""
+    if getattr(_local, "worker", None) is None or self.is_set():
+        return _REAL_EVENT_WAIT(self, timeout)
+
+    async def wait() -> bool:
+        woken = trio.Event()
+        _event_waiters.setdefault(self, []).append(woken)
+        try:
+            with trio.move_on_after(math.inf if timeout is None else max(0.0, timeout)):
+                await woken.wait()
+        finally:
+            waiters = _event_waiters.get(self)
+            if waiters is not None and woken in waiters:
+                waiters.remove(woken)
+        return self.is_set()
+
+    return call_in_world(wait)
+
+
+def _event_set(self: threading.Event) -> None:
+    _REAL_EVENT_SET(self)
+    if self in _event_waiters:
+        if getattr(_local, "worker", None) is None:
+            for woken in _event_waiters.pop(self, []):
+                woken.set()
+        else:
+            _sets_from_threads.append(self)
+
+
+def _flush_sets() -> None:
+    while _sets_from_threads:
+        for woken in _event_waiters.pop(_sets_from_threads.pop(0), []):
+            woken.set()
 
 
 def _sleep(seconds: float) -> None:
@@ -159,8 +251,11 @@ def _sleep(seconds: float) -> None:
 
 
 def install_time_sleep() -> None:
-    """Make ``time.sleep`` in a lockstep thread the world's (once per process; other threads sleep for real)."""
+    """Make ``time.sleep`` and ``threading.Event.wait`` in a lockstep thread the world's (once per process; other
+    threads wait for real)."""
     global _installed
     if not _installed:
         _installed = True
         time.sleep = _sleep  # type: ignore[assignment]
+        threading.Event.wait = _event_wait  # type: ignore[method-assign]
+        threading.Event.set = _event_set  # type: ignore[method-assign]

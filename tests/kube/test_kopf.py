@@ -294,3 +294,66 @@ def test_kubernetes_asyncio_operator() -> None:
     assert seen[:2] == ["ADDED a", "ADDED a-copy"] and "ADDED b" in seen and "ADDED b-copy" in seen
     assert any(r.label == "create ConfigMap default/b-copy" and r.actor == "k8s-op/_k8s_asyncio_main" for r in out.trace)
     assert str(run_once(scenario, ReplayChooser([])).trace.digest()) == str(out.trace.digest())
+
+
+SYNC_DAEMONS = textwrap.dedent('''
+    import time
+    import kopf
+
+    @kopf.daemon("configmaps", labels={"app": "d"})
+    def waiter(name, stopped, logger, **_):
+        while not stopped:
+            logger.info("waiter tick")
+            stopped.wait(5)
+
+    @kopf.daemon("configmaps", labels={"app": "d"})
+    def sleeper(name, stopped, logger, **_):
+        while not stopped:
+            logger.info("sleeper tick")
+            time.sleep(7)
+''')
+
+
+def test_kopf_sync_daemons_wait_in_virtual_time(tmp_path: Path) -> None:
+    """Sync daemons run in lockstep threads: kopf's ``stopped.wait(5)`` (a threading.Event) and ``time.sleep(7)``
+    are the world's waits; deleting the object stops both, each at its own instant."""
+    handlers = tmp_path / "daemons.py"
+    handlers.write_text(SYNC_DAEMONS)
+
+    async def scenario(world: h.World) -> None:
+        world.horizon = 30
+        api = APIServer(world)
+        await h.kube.start_cluster(api)
+        kopf_operator(api, "op", handlers).start()
+        await api.create(KubeObject("ConfigMap", "default", "a", labels={"app": "d"}))
+        await world.sleep(10.5)
+        await api.delete("ConfigMap", "default", "a")
+        await world.sleep(10)
+
+    out = run_once(scenario, ReplayChooser([]), notes=True)
+    assert out.violation is None, out.violation
+    ticks = [(n.text.rpartition(": ")[2], n.time) for n in out.trace.notes if n.text.endswith("tick")]
+    assert ticks == [("waiter tick", 0.0), ("sleeper tick", 0.0), ("waiter tick", 5.0), ("sleeper tick", 7.0),
+                     ("waiter tick", 10.0)], ticks
+    # the waiter stops at the deletion (its Event is set by kopf's loop), the sleeper when its sleep ends
+    exits = {n.text.split("'")[1]: n.time for n in out.trace.notes if "Daemon '" in n.text and "succeeded" in n.text}
+    assert exits["waiter"] == 10.5 and exits["sleeper"] == 14.0, exits
+
+
+def test_a_thread_waiting_on_another_thread_is_a_model_error() -> None:
+    import queue as queue_module
+
+    async def main() -> None:
+        import asyncio
+
+        box: queue_module.Queue[int] = queue_module.Queue()
+        await asyncio.get_running_loop().run_in_executor(None, box.get)
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        Operator(api, "op", main, asyncio=True).start()
+        await world.sleep(5)
+
+    out = run_once(scenario, ReplayChooser([]))
+    assert out.violation is not None and out.violation.kind == "misuse", out.violation
+    assert "only another thread can end" in out.violation.message and "test_kopf.py" in out.violation.message
