@@ -140,6 +140,7 @@ class ExternalOperator:
         self._killed: set[int] = set()  # pids the harness itself ended
         self._dir: Path | None = None
         self._port = 0
+        self._arrived: list[tuple[str, bytes, int, Any, tuple[Any, ...]]] = []  # requests not yet actors
         #: each process's output (stdout and stderr), by incarnation, once the run ended
         self.logs: dict[int, str] = {}
 
@@ -216,9 +217,23 @@ class ExternalOperator:
         return popen
 
     def _spawn_request(self, name: str, fn: Any, *args: Any) -> str:
+        """A request came in: it waits until the process is quiescent (see :meth:`settled`)."""
         self.requests += 1
         self._requests_of_incarnation += 1
-        return self.process.spawn(name, fn, *args, daemon=True)
+        if self.world._real is not None:  # a real-clock run: nothing is chosen, nothing waits
+            return self.process.spawn(name, fn, *args, daemon=True)
+        self._arrived.append((name, args[3], len(self.popens), fn, args))
+        return name
+
+    def settled(self) -> None:
+        """The process is quiescent: the requests that came in meanwhile become actors, in order of their names
+        (then bodies), not of their arrival, which is the process's threads' and differs from run to run."""
+        arrived, self._arrived = self._arrived, []
+        for name, _body, incarnation, fn, args in sorted(arrived, key=lambda a: (a[0], a[1])):
+            if incarnation != len(self.popens) or self.process.crashed:
+                args[5].set()  # (``done``) its process was killed meanwhile: the connection closes unanswered
+                continue
+            self.process.spawn(name, fn, *args, daemon=True)
 
     # ------------------------------------------------------------------ the Outside protocol
     def _activity(self, delta: int) -> None:

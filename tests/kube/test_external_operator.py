@@ -1,0 +1,126 @@
+"""An operator run as its own OS process (ExternalOperator): searched at the API boundary, restarted, ended, named.
+
+The operator under test is ``examples/external/secret_operator.py``, written on
+the official synchronous ``kubernetes`` client (two watch threads, a cache, a
+create), run unmodified by ``examples/external_operator.py``. Its race: the
+Secret watch's ADDED event, held in its window (client-go and the official
+client alike read each watch connection on its own, so a delivery on one can
+trail a later one on the other: ``tools/cache/reflector.go``'s ``watchHandler``
+per informer), lets a reconcile triggered by the ConfigMap's MODIFIED see no
+Secret in memory and create a second.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+import harness as h
+from examples.external_operator import scenario
+from harness.kube import APIServer, ExternalOperator, KubeObject
+from harness.sim import run_once
+from harness.sim._choice import Option, _Canonical
+from harness.sim._choosers import RandomChooser
+
+pytest.importorskip("kubernetes")
+
+#: a seed whose random plan holds the Secret's ADDED delivery past the ConfigMap's MODIFIED (found by the search)
+HOLDING_SEED = 5
+
+
+def _api_order(out: Any) -> list[str]:
+    """The run's API-level order: who did what, step by step (no times: those are the world's anyway)."""
+    return [f"{r.actor}: {r.label}" for r in out.trace]
+
+
+@pytest.mark.slow
+def test_external_operator_process_is_searched() -> None:
+    buggy = h.explore(scenario, strategy="random", budget=40, seed=0, prove_minimal=False, fixed=False)
+    assert buggy.verdict == "found", buggy.outcome
+    cx = buggy.counterexample
+    assert cx is not None and "duplicate Secrets for app" in cx.violation.message
+    assert cx.deviations == 1  # one held delivery: the Secret's ADDED
+    fixed = h.explore(scenario, strategy="random", budget=12, seed=0, prove_minimal=False, fixed=True)
+    assert fixed.verdict == "none-found" and fixed.runs == 12, fixed.outcome
+
+
+@pytest.mark.slow
+def test_quiescence_makes_api_order_reproducible() -> None:
+    """The same plan three times, each with a fresh operator process: the same API-level order, the same verdict."""
+    orders, verdicts = [], []
+    for _ in range(3):
+        out = run_once(scenario, RandomChooser(HOLDING_SEED), params={"fixed": False})
+        orders.append(_api_order(out))
+        verdicts.append(out.violation.name if out.violation else None)
+    assert verdicts == ["one Secret per ConfigMap"] * 3
+    assert orders[0] == orders[1] == orders[2]
+    # the race's order: the ConfigMap's MODIFIED reached the process while the Secret's ADDED was still held
+    assert any("watch/ConfigMap deliver MODIFIED default/app" in line for line in orders[0])
+    assert not any(line.startswith("secret-operator/watch/Secret: ") for line in orders[0])
+
+
+class _CrashBefore(_Canonical):
+    """The canonical run, except a crash fault at the first point whose label holds ``what``."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.crashed = False
+
+    def fault(self, point: Option) -> bool:
+        if not self.crashed and point.kind == "crash" and self.what in point.label:
+            self.crashed = True
+            return True
+        return False
+
+
+def test_external_operator_restart_is_a_fault() -> None:
+    """A crash before the operator's create kills the process (SIGKILL) before the Secret exists; the process started
+    again after the restart window lists, finds the ConfigMap, and creates the one Secret."""
+    chooser = _CrashBefore("create Secret")
+    out_state: dict[str, Any] = {}
+
+    def observe(world: h.World, _record: object) -> None:
+        out_state.update(world.state)
+
+    out = run_once(scenario, chooser, params={"fixed": False, "crash_faults": True}, notes=True, observer=observe)
+    assert chooser.crashed and out.violation is None, out.violation
+    labels = _api_order(out)
+    assert any("restart secret-operator" in line for line in labels), labels
+    assert "secret-operator/POST /api/v1/namespaces/default/secrets: secret-operator crashes before create Secret " \
+        "default/app-cdn6r" in labels
+    created = [n.text for n in out.trace.notes if n.kind == "write" and n.text.startswith("Secret ")]
+    assert created == ["Secret default/app-dg2zb created, committed rv=2"], created  # by the second process only
+    killed = [n.text for n in out.trace.notes if n.kind == "crash" and "killed" in n.text]
+    assert len(killed) == 1
+    op = out_state["operator"]
+    assert (op.crashes, op.restarts, len(op.popens)) == (1, 1, 2)
+    assert op.popens[0].returncode == -9  # SIGKILL: the first process lost its memory
+    assert all(p.poll() is not None for p in op.popens)  # and the run's end ended the second
+
+
+def _exits(argv: list[str]) -> Any:
+    async def run(world: h.World) -> None:
+        api = APIServer(world)
+        ExternalOperator(api, "op", argv, startup=5.0).start()
+        await api.create(KubeObject("ConfigMap", "default", "x"))
+        await world.sleep(1.0, "user waits")
+
+    return run_once(run, _Canonical())
+
+
+def test_external_operator_exit_is_named() -> None:
+    """A process that exits on its own is named: before any request a model error (misuse), after one with a
+    non-zero code a finding (the operator crashed), with its output."""
+    early = _exits([sys.executable, "-c", "import sys; print('no kubeconfig here'); sys.exit(3)"]).violation
+    assert early is not None and early.kind == "misuse", early
+    assert "op (" in early.message and "exited with code 3 before it sent the apiserver a request" in early.message
+    assert "no kubeconfig here" in early.message
+    talks = ("import os, sys, urllib.request, yaml; c = yaml.safe_load(open(os.environ['KUBECONFIG'])); "
+             "urllib.request.urlopen(c['clusters'][0]['cluster']['server'] + '/api/v1/namespaces/default/configmaps')"
+             ".read(); print('giving up'); sys.exit(4)")
+    late = _exits([sys.executable, "-c", talks]).violation
+    assert late is not None and late.kind == "actor-raised", late
+    assert "exited with code 4 while the run went on: the operator crashed" in late.message
+    assert "giving up" in late.message
