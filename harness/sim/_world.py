@@ -432,4 +432,5 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
             self._choices,
             dict(self._fault_points),
             self.max_window,
+            self.outside_seconds,
         )
