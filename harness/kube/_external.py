@@ -182,7 +182,7 @@ class ExternalOperator:
                            activity=self._activity, options=WatchOptions(**self._options))
         listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
         world._nursery.start_soon(trio.serve_listeners, server.connection, [listener])
-        world.add_outside(self)
+        world._add_outside(self)
         world.on_end(self._end)
         if world.noting:
             world.note(f"{self.name}: {' '.join(self.argv)} runs as its own process against "
@@ -240,7 +240,7 @@ class ExternalOperator:
         self._inflight = max(0, self._inflight + delta)
         self._last = time.monotonic()
         self.stirred = True
-        self.world.poke_outside()
+        self.world._poke_outside()
 
     def quiet_for(self) -> float | None:
         return None if self._inflight else time.monotonic() - self._last
