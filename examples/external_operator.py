@@ -28,6 +28,7 @@ def _operator() -> Path:
 
 
 OPERATOR = _operator()
+KOPF_OPERATOR = OPERATOR.with_name("kopf_operator.py")
 OWNER = "app.example/owner"
 
 
@@ -36,6 +37,20 @@ async def scenario(world: h.World, *, fixed: bool = False, crash_faults: bool = 
     api = APIServer(world)
     op = ExternalOperator(api, "secret-operator", [sys.executable, str(OPERATOR), "--fixed" if fixed else "--buggy"],
                           crash_faults=crash_faults)
+    await _user(world, api, op)
+
+
+@h.scenario
+async def kopf_scenario(world: h.World, *, fixed: bool = False) -> None:
+    """The same user and oracle, the operator an unmodified kopf one (``kopf run --standalone -n default``)."""
+    api = APIServer(world)
+    op = ExternalOperator(api, "kopf-operator", [sys.executable, "-m", "kopf", "run", "--standalone", "-n", "default",
+                                                 str(KOPF_OPERATOR)], env={"RACE_FIXED": "1" if fixed else "0"},
+                          quiet=0.4)  # kopf batches the events of an object for 0.1 s before its handlers run
+    await _user(world, api, op)
+
+
+async def _user(world: h.World, api: APIServer, op: ExternalOperator) -> None:
     world.state["operator"] = op
 
     def secrets_of(owner: str) -> list[str]:
