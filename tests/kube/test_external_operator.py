@@ -22,7 +22,7 @@ import pytest
 import harness as h
 from examples.external_operator import scenario
 from harness.kube import APIServer, ExternalOperator, KubeObject
-from harness.sim import PlanChooser, run_once
+from harness.sim import ReplayChooser, run_once
 from harness.sim._choice import Option, _Canonical
 
 pytest.importorskip("kubernetes")
@@ -153,26 +153,28 @@ def test_live_replay_says_how_often_it_reproduced(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
-#: a search seed whose first random run finds the kopf operator's duplicate (found by trying seeds from 0)
-KOPF_FIRST_RUN_FINDS = 2
+#: a search seed whose first random run found the kopf operator's duplicate in 2 of 3 tries (seeds tried from 0)
+KOPF_SEED = 2
 
 
 @pytest.mark.slow
 def test_kopf_subprocess_example_found_and_fixed_clean() -> None:
     """An unmodified kopf operator (``kopf run --standalone -n default``) as its own process: the search finds its
-    duplicate (kopf's in-memory index of Secrets, fed by its own watch, trails the ConfigMap's watch: kopf's
-    ``@kopf.index`` is filled by the Secret watcher's stream, ``kopf/_core/reactor/observation.py``), and the same
-    plan against the fix (a live LIST before the create) stays clean, as does a fresh search of the fix."""
+    duplicate (kopf's in-memory index of Secrets, fed by its own watch of them, trails the ConfigMap's watch:
+    ``@kopf.index`` is filled from the Secret watcher's stream, ``kopf/_core/reactor/observation.py``), and the
+    fix (a live LIST before the create) stays clean under the same choices and a fresh search.
+
+    kopf reacts to an event after a 0.1 s batching window, so its runs reproduce less than the official
+    client's (the guide gives the figures): the search gets a few runs, not one."""
     pytest.importorskip("kopf")
     from examples.external_operator import kopf_scenario
 
-    found = h.explore(kopf_scenario, strategy="random", budget=1, seed=KOPF_FIRST_RUN_FINDS, shrink_found=False,
+    found = h.explore(kopf_scenario, strategy="random", budget=4, seed=KOPF_SEED, shrink_found=False,
                       prove_minimal=False, fixed=False)
     cx = found.counterexample
     assert found.verdict == "found" and cx is not None, found.outcome
     assert "duplicate Secrets for app" in cx.violation.message
-    assert cx.plan is not None
-    again = run_once(kopf_scenario, PlanChooser(cx.plan), params={"fixed": True})
+    again = run_once(kopf_scenario, ReplayChooser(cx.choices), params={"fixed": True})
     assert again.violation is None, again.violation
-    fixed = h.explore(kopf_scenario, strategy="random", budget=2, seed=KOPF_FIRST_RUN_FINDS, fixed=True)
+    fixed = h.explore(kopf_scenario, strategy="random", budget=2, seed=KOPF_SEED, fixed=True)
     assert fixed.verdict == "none-found", fixed.outcome
