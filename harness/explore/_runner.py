@@ -229,9 +229,7 @@ class _Runner:
         lag = f"postponements within windows of up to {self.max_window:g} s" if self.max_window else "no time windows"
         missing = self.faults_without_points()
         none = f" (no point in the model for {'; '.join(missing)})" if missing else ""
-        live = (f"; operator processes on the real clock between choices ({self.outside_seconds:.1f} s waited for "
-                "them to be quiescent)") if self.outside_seconds else ""
-        return f"{describe_faults(self.faults)}{none}; {lag}{live}"
+        return f"{describe_faults(self.faults)}{none}; {lag}"
 
     def faults_without_points(self) -> list[str]:
         """"crash: no ControllerProcess ...": each kind the search was asked for that no run met a point of.
