@@ -257,12 +257,16 @@ class ExternalOperator:
         self.world._poke_outside()
 
     def quiet_for(self) -> float | None:
+        """Real seconds since the process last sent or was sent anything; None while a request is half read."""
         return None if self._inflight else time.monotonic() - self._last
 
     def quiet(self) -> float:
+        """How long it must stay silent to count as waiting for the world: ``quiet``, or before its first request
+        ``startup`` (a process's start-up is no quiescence)."""
         return self._quiet if self._requests_of_incarnation or self._gone() else self._startup
 
     def bound(self) -> float:
+        """The longest the scheduler waits for it at one choice: ``bound``, or ``startup`` before its first request."""
         return self._bound if self._requests_of_incarnation or self._gone() else max(self._bound, self._startup)
 
     def _gone(self) -> bool:

@@ -346,7 +346,13 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
                 await tl.wait_task_rescheduled(lambda _rc: tl.Abort.SUCCEEDED)
             if self._violation is not None or self._ended:
                 return
-            if self._outside_stirred():
+            if self._outsides and self._real is None:
+                if not self._outside_stirred():
+                    # nothing is enabled and virtual time is about to move: a program outside gets its quiet
+                    # interval first (it may be slower to answer than the last wait allowed; once it is silent
+                    # that long, this costs nothing)
+                    for o in self._outsides:
+                        o.stirred = True
                 await self._wait_outside()
                 if self._violation is not None:
                     return
