@@ -16,7 +16,19 @@ from pathlib import Path
 import harness as h
 from harness.kube import APIServer, ExternalOperator, KubeObject
 
-OPERATOR = Path(__file__).resolve().parent / "external" / "secret_operator.py"
+
+def _operator() -> Path:
+    """The operator's program: beside this file, or (a hunt's copy of this file in a report folder) in the package."""
+    here = Path(__file__).resolve().parent / "external" / "secret_operator.py"
+    if here.is_file():
+        return here
+    import examples.external
+
+    return Path(examples.external.__file__).resolve().parent / "secret_operator.py"
+
+
+OPERATOR = _operator()
+KOPF_OPERATOR = OPERATOR.with_name("kopf_operator.py")
 OWNER = "app.example/owner"
 
 
@@ -25,6 +37,20 @@ async def scenario(world: h.World, *, fixed: bool = False, crash_faults: bool = 
     api = APIServer(world)
     op = ExternalOperator(api, "secret-operator", [sys.executable, str(OPERATOR), "--fixed" if fixed else "--buggy"],
                           crash_faults=crash_faults)
+    await _user(world, api, op)
+
+
+@h.scenario
+async def kopf_scenario(world: h.World, *, fixed: bool = False) -> None:
+    """The same user and oracle, the operator an unmodified kopf one (``kopf run --standalone -n default``)."""
+    api = APIServer(world)
+    op = ExternalOperator(api, "kopf-operator", [sys.executable, "-m", "kopf", "run", "--standalone", "-n", "default",
+                                                 str(KOPF_OPERATOR)], env={"RACE_FIXED": "1" if fixed else "0"},
+                          quiet=0.4)  # kopf batches the events of an object for 0.1 s before its handlers run
+    await _user(world, api, op)
+
+
+async def _user(world: h.World, api: APIServer, op: ExternalOperator) -> None:
     world.state["operator"] = op
 
     def secrets_of(owner: str) -> list[str]:

@@ -298,6 +298,7 @@ def _hunt_one(
         found_after_s=result.first_found_seconds,
         shrink_runs=result.shrink_runs,
         proof_runs=result.proof_runs,
+        live_seconds=result.live_seconds,
         model_error=broken,
         unapplied=list(result.unapplied),
         faults_without_points=list(result.faults_without_points),
@@ -508,6 +509,8 @@ def _json_line(e: Any, cx: Any, found_by: str | None = None) -> dict[str, Any]:
         "proof_runs": e.proof_runs,
         "runs": e.runs,
         "seconds": round(e.seconds, 3),
+        # operator processes ran on the real clock (ExternalOperator): the seconds spent waiting for them
+        "live_process_seconds": round(e.live_seconds, 3),
         "deviations": e.deviations,
         "steps": e.steps,
         "proved_minimal": None if cx is None else cx.proved_minimal,

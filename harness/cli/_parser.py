@@ -39,8 +39,9 @@ _EXIT_CODES = {
     ),
     "replay": (
         "exit codes:\n"
-        "  0    the replay reproduced the trace (same steps, same violation)\n"
-        "  1    the replay diverged: the scenario changed since the trace was written\n"
+        "  0    the replay reproduced the trace (same steps, same violation); with --runs N, every run did\n"
+        "  1    the replay diverged: the scenario changed since the trace was written (with --runs N: a\n"
+        "       run diverged; the line says how many of the N reproduced)\n"
         "  2    bad usage or a bad trace file (missing, not a trace, edited or damaged, or naming a\n"
         "       scenario not marked with @harness.scenario)\n"
         "  130  interrupted"
@@ -172,6 +173,11 @@ def _parser() -> _Parser:
     r.add_argument(
         "--choices", default=None, metavar="C,C,...",
         help="only with SCENARIO: the positional choices to replay, e.g. 0,1,0,2 (default: none, the canonical order)",
+    )
+    r.add_argument(
+        "--runs", type=int, default=1, metavar="N",
+        help="only with a trace FILE: replay it N times and say how often it reproduced ('reproduced k of N'); for "
+        "a scenario with operator processes (ExternalOperator), whose own threads the harness does not schedule",
     )
     r.add_argument("--json", action="store_true", help='print {"violation", "steps", "deviations", "digest"}')
     r.add_argument(

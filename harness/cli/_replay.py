@@ -18,6 +18,8 @@ def _replay(args: argparse.Namespace) -> int:
     target = args.file
     if ":" in target and not Path(target).exists():
         return _replay_scenario(args)
+    if args.runs < 1:
+        raise UsageError(f"--runs {args.runs} is not a number of runs: give a whole number >= 1, e.g. --runs 10")
     if args.param or args.choices is not None:
         raise UsageError(
             "--param and --choices go with a SCENARIO (package.module:function or path/to/file.py:function), "
@@ -25,6 +27,8 @@ def _replay(args: argparse.Namespace) -> int:
         )
     cx = Counterexample.load(target)
     _say_if_the_hunted_file_changed(cx, target)
+    if args.runs > 1:
+        return _replay_runs(args, cx, target)
     try:
         out = cx.replay(check=False, notes=True)
     except HarnessError as exc:
@@ -50,6 +54,46 @@ def _replay(args: argparse.Namespace) -> int:
         return 0
     _print_replay(args, head, out, cx.deviations, verdict=f"replayed trace {target}: same violation")
     return 0
+
+
+def _replay_runs(args: argparse.Namespace, cx: Any, target: str) -> int:
+    """``replay TRACE --runs N``: the trace N times, each a fresh run (fresh operator processes); how many took the
+    same steps to the same violation. A run with processes outside the world reproduces at the API boundary only as
+    far as their own threads allow: this says how far, measured."""
+    import sys
+    import time
+
+    reproduced = 0
+    first: str | None = None
+    started = time.perf_counter()
+    for i in range(args.runs):
+        try:
+            out = cx.replay(check=False)
+        except HarnessError as exc:
+            if isinstance(exc, UsageError):
+                raise
+            raise TraceFileError(f"{target}: {_one_line(exc)}") from None
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:
+            raise TraceFileError(f"{target} could not be replayed: {type(exc).__name__}: {_one_line(exc)}") from None
+        diverged = cx.divergence(out)
+        if diverged is None:
+            reproduced += 1
+        elif first is None:
+            first = f"run {i + 1} {diverged[1]}"
+        if not args.json:
+            print(printable(f"run {i + 1}: {'reproduced' if diverged is None else diverged[1]}"), file=sys.stderr)
+    seconds = time.perf_counter() - started
+    line = (f"replayed trace {target}: reproduced {reproduced} of {args.runs} "
+            f"({cx.violation.describe()}; {seconds:.1f} s)")
+    if args.json:
+        print(json.dumps({"replayed": line, "reproduced": reproduced, "runs": args.runs,
+                          "violation": cx.violation.describe(), "first_divergence": first,
+                          "seconds": round(seconds, 3)}))
+    else:
+        print(printable(line + (f"; first divergence: {first}" if first else "")))
+    return 0 if reproduced == args.runs else 1
 
 
 def _replay_scenario(args: argparse.Namespace) -> int:

@@ -268,6 +268,7 @@ def explore(
         notes=notes,
         found_by=found_by,
         space=runner.space(),
+        live_seconds=runner.outside_seconds,
         replayed=strat.source if isinstance(strat, Replay) else None,
         divergence=replay_divergence,
         skipped=skipped,

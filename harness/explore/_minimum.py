@@ -41,13 +41,32 @@ class _Minimum:
     shrunk_at: int | None = None
 
 
+#: how a plan of a run with operator processes outside the world (``ExternalOperator``) counts as failing: it fails
+#: the same way this many times in a row. Their own threads are not the world's, so one failing run of a candidate
+#: may be their timing, not the plan; a plan kept by the shrinker must reproduce. A passing run counts at once
+#: (a shrink that keeps too big a plan is safe; one that keeps a plan which does not reproduce is not).
+LIVE_REPRODUCE = 2
+
+
+def _confirmed(runner: _Runner, res: RunOutcome, plan: tuple[Entry, ...], target: Violation) -> bool:
+    """``res`` (a run of ``plan``) failed as ``target``; with processes outside the world, again and again."""
+    if not target.same_bug(res.violation):
+        return False
+    if not res.outside_seconds:
+        return True
+    for _ in range(LIVE_REPRODUCE - 1):
+        if runner.exhausted() or not target.same_bug(runner.run(PlanChooser(plan)).violation):
+            return False
+    return True
+
+
 def to_plan(runner: _Runner, out: RunOutcome) -> tuple[RunOutcome, tuple[Entry, ...]] | None:
     """Write a positional run down as a plan, and check the plan makes the same failure."""
     conv = ConvertingChooser(out.choices)
     runner.run(conv)
     plan = conv.result()
     again = runner.run(PlanChooser(plan))
-    if out.violation is not None and out.violation.same_bug(again.violation):
+    if out.violation is not None and _confirmed(runner, again, plan, out.violation):
         return again, plan
     return None
 
@@ -74,7 +93,7 @@ def shrink_plan(
         budget[0] -= 1
         chooser = PlanChooser(cand)
         res = runner.run(chooser)
-        if not target.same_bug(res.violation):
+        if not _confirmed(runner, res, cand, target):
             return False
         applied = canonical_plan(e for e in cand if e not in chooser.inert)
         if (len(applied), res.steps) < (len(best_plan), best.steps):

@@ -34,6 +34,8 @@ class Result:
     found_by: str | None = None
     #: what was explored, in words: fault kinds and the widest lag window seen
     space: str = ""
+    #: real seconds the runs waited for operator processes outside the world (0: none ran; see ExternalOperator)
+    live_seconds: float = 0.0
     #: for a replay of a trace file: the file, and where the run left it (None: it did not)
     replayed: str | None = None
     divergence: str | None = None
@@ -68,6 +70,8 @@ class Result:
                 f"{_plural(cx.deviations, 'deviation')}, {cx.steps} steps"
             )
         where = f"explored {self.runs:,} {_plural(self.runs, 'run')} in {self.seconds:.2f} s"
+        if self.live_seconds:
+            where += f" (operator processes on the real clock: {self.live_seconds:.1f} s waiting for them)"
         if self.verdict == "model-error" and self.counterexample is not None:
             return (f"{where}: model error: {self.model_error} (run {self.runs:,}, step "
                     f"{self.counterexample.steps:,}; not the race, not shrunk: replay it to see where)")

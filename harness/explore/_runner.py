@@ -63,10 +63,12 @@ class RunStats(NamedTuple):
     max_window: float
     interrupted: bool
     failed: bool
+    outside_seconds: float = 0.0
 
     @classmethod
     def of(cls, out: RunOutcome) -> RunStats:
-        return cls(out.steps, tuple(out.fault_points.items()), out.max_window, out.interrupted, _failed(out))
+        return cls(out.steps, tuple(out.fault_points.items()), out.max_window, out.interrupted, _failed(out),
+                   out.outside_seconds)
 
 
 #: ``level_progress(phase, level, done, known)``: plans run and known at the referee's current level
@@ -96,6 +98,8 @@ class _Runner:
         self.fault_kinds_seen: list[str] = []
         self.max_fault_points = 0
         self.max_window = 0.0
+        #: real seconds spent waiting for operator processes outside the world, over every run
+        self.outside_seconds = 0.0
         #: run number and elapsed seconds of the first failing run (before any shrinking)
         self.first_failure: tuple[int, float] | None = None
         #: called after every run with (runs, failed so far?) -- for live progress displays
@@ -123,6 +127,7 @@ class _Runner:
     def absorb(self, other: _Runner) -> None:
         self.runs += other.runs
         self.steps += other.steps
+        self.outside_seconds += other.outside_seconds
         self.interrupted = self.interrupted or other.interrupted
         if self.runaway is None and other.runaway is not None:
             self.runaway, self.runaway_in = other.runaway, other.runaway_in
@@ -183,6 +188,7 @@ class _Runner:
                 self.fault_kinds_seen.append(kind)
         if points > self.max_fault_points:
             self.max_fault_points = points
+        self.outside_seconds += stats.outside_seconds
         if stats.max_window > self.max_window:
             self.max_window = stats.max_window
         if stats.interrupted:

@@ -98,6 +98,7 @@ class ExternalOperator:
         watch_drops: bool = False,
         watch_ends: bool = False,
         compactions: bool = False,
+        namespaces: bool = True,
     ) -> None:
         """``argv`` runs the operator (``["./manager", "--leader-elect=false"]``); ``env`` adds to the
         harness's own environment (``KUBECONFIG`` is set for it), ``cwd`` is where it runs.
@@ -105,7 +106,9 @@ class ExternalOperator:
         ``quiet``: real seconds without traffic after which the process counts as waiting for the world;
         ``bound``: the longest wait at one choice; ``startup``: the longest wait for its first request.
         The crash settings are :class:`ControllerProcess`'s; ``max_lag``, ``latency`` and the watch fault
-        flags are its watch connections' (as ``api.transport()``'s).
+        flags are its watch connections' (as ``api.transport()``'s). ``namespaces``: create the namespaces every
+        cluster has (``default``, ``kube-system``, ...) before the process starts, as kube-apiserver's bootstrap
+        does; an operator scoped to a namespace (``kopf run -n default``) waits for its Namespace to exist.
         """
         if not argv:
             raise ValueError(f"ExternalOperator {name!r}: argv is empty; give the command that runs the operator")
@@ -119,6 +122,7 @@ class ExternalOperator:
         self.env = dict(env or {})
         self.cwd = cwd
         self._quiet, self._bound, self._startup = quiet, bound, startup
+        self._namespaces = namespaces
         self._options: dict[str, Any] = {"max_lag": max_lag, "latency": latency, "watch_drops": watch_drops,
                                          "watch_ends": watch_ends, "compactions": compactions}
         self.process = ControllerProcess(self.world, name, self._build, crash_faults=crash_faults,
@@ -140,6 +144,7 @@ class ExternalOperator:
         self._killed: set[int] = set()  # pids the harness itself ended
         self._dir: Path | None = None
         self._port = 0
+        self._arrived: list[tuple[str, bytes, int, Any, tuple[Any, ...]]] = []  # requests not yet actors
         #: each process's output (stdout and stderr), by incarnation, once the run ended
         self.logs: dict[int, str] = {}
 
@@ -181,14 +186,24 @@ class ExternalOperator:
                            activity=self._activity, options=WatchOptions(**self._options))
         listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
         world._nursery.start_soon(trio.serve_listeners, server.connection, [listener])
-        world.add_outside(self)
+        world._add_outside(self)
         world.on_end(self._end)
         if world.noting:
-            world.note(f"{self.name}: {' '.join(self.argv)} runs as its own process against "
-                       f"http://127.0.0.1:{self._port} (real clock between its requests)", kind="log",
-                       process=self.name)
-        self.process.start()
+            # (no port, path or pid: a note is part of the trace, the same in every run)
+            world.note(f"{self.name} runs as its own process against this apiserver (real clock between its "
+                       "requests)", kind="log", process=self.name)
+        if self._namespaces:
+            world.spawn(f"{self.name}/bootstrap", self._bootstrap)
+        else:
+            self.process.start()
         return self
+
+    async def _bootstrap(self) -> None:
+        """The cluster's own namespaces first (each a request, as the apiserver's bootstrap makes), then the process."""
+        from ._namespaces import ensure_system_namespaces
+
+        await ensure_system_namespaces(self.api)
+        self.process.start()
 
     def _build(self, process: ControllerProcess) -> subprocess.Popen[bytes]:
         assert self._dir is not None
@@ -216,24 +231,42 @@ class ExternalOperator:
         return popen
 
     def _spawn_request(self, name: str, fn: Any, *args: Any) -> str:
+        """A request came in: it waits until the process is quiescent (see :meth:`settled`)."""
         self.requests += 1
         self._requests_of_incarnation += 1
-        return self.process.spawn(name, fn, *args, daemon=True)
+        if self.world._real is not None:  # a real-clock run: nothing is chosen, nothing waits
+            return self.process.spawn(name, fn, *args, daemon=True)
+        self._arrived.append((name, args[3], len(self.popens), fn, args))
+        return name
+
+    def settled(self) -> None:
+        """The process is quiescent: the requests that came in meanwhile become actors, in order of their names
+        (then bodies), not of their arrival, which is the process's threads' and differs from run to run."""
+        arrived, self._arrived = self._arrived, []
+        for name, _body, incarnation, fn, args in sorted(arrived, key=lambda a: (a[0], a[1])):
+            if incarnation != len(self.popens) or self.process.crashed:
+                args[5].set()  # (``done``) its process was killed meanwhile: the connection closes unanswered
+                continue
+            self.process.spawn(name, fn, *args, daemon=True)
 
     # ------------------------------------------------------------------ the Outside protocol
     def _activity(self, delta: int) -> None:
         self._inflight = max(0, self._inflight + delta)
         self._last = time.monotonic()
         self.stirred = True
-        self.world.poke_outside()
+        self.world._poke_outside()
 
     def quiet_for(self) -> float | None:
+        """Real seconds since the process last sent or was sent anything; None while a request is half read."""
         return None if self._inflight else time.monotonic() - self._last
 
     def quiet(self) -> float:
+        """How long it must stay silent to count as waiting for the world: ``quiet``, or before its first request
+        ``startup`` (a process's start-up is no quiescence)."""
         return self._quiet if self._requests_of_incarnation or self._gone() else self._startup
 
     def bound(self) -> float:
+        """The longest the scheduler waits for it at one choice: ``bound``, or ``startup`` before its first request."""
         return self._bound if self._requests_of_incarnation or self._gone() else max(self._bound, self._startup)
 
     def _gone(self) -> bool:
@@ -282,7 +315,7 @@ class ExternalOperator:
             except OSError:
                 popen.kill()
         if self.world.noting:
-            self.world.note(f"{self.name}: process {popen.pid} killed", kind="crash", process=self.name)
+            self.world.note(f"{self.name}: its process killed", kind="crash", process=self.name)
 
     def _end(self) -> None:
         """The run ended: every process still running is terminated (SIGTERM, then SIGKILL), the files removed."""

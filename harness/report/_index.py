@@ -60,6 +60,8 @@ class ReportEntry:
     unapplied: list[str] = field(default_factory=list)
     #: fault kinds searched that had no fault point in the model ("crash: no ControllerProcess")
     faults_without_points: list[str] = field(default_factory=list)
+    #: real seconds the runs waited for operator processes outside the world (ExternalOperator); 0: none ran
+    live_seconds: float = 0.0
 
     @property
     def expected(self) -> bool:

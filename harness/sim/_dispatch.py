@@ -333,7 +333,8 @@ class _Dispatch(_RunState):
     # -------------------------------------------------------------- dispatch
     def _handoff(self, current: _Actor | None) -> None:
         """Pick the next action and resume it; called by the actor that yields."""
-        if self._outside_stirred():  # a program outside must go quiet first: the controller waits for it
+        if self._outsides and self._outside_stirred():  # a program outside must go quiet first: the controller
+            # waits for it (one list test on the hot path when there is none)
             self._current = None
             self._wake_controller()
             return

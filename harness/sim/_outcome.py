@@ -94,6 +94,8 @@ class RunOutcome:
     fault_points: dict[str, int] = field(default_factory=dict)
     #: the widest window (seconds an action could be postponed) seen in the run
     max_window: float = 0.0
+    #: real seconds the scheduler waited for programs outside the world (``ExternalOperator``); 0: none ran
+    outside_seconds: float = 0.0
 
     @property
     def deviations(self) -> int:

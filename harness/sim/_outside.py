@@ -50,6 +50,10 @@ class Outside(Protocol):
         """Called while waiting: may fail the run (the program exited)."""
         ...
 
+    def settled(self) -> None:
+        """The wait is over: what it sent meanwhile may become enabled actions now, in an order of its own."""
+        ...
+
 
 class _Waker:
     """What ends one look of the wait early: the timer thread, or activity of an outside (:meth:`poke`)."""
@@ -112,4 +116,5 @@ async def wait_quiescent(outsides: list[Outside], stopped: Callable[[], bool], t
         await waker.sleep(max(0.002, min(min(waits), left, 0.5)))
     for o in stirred:
         o.stirred = False
+        o.settled()
     return time.monotonic() - start

@@ -100,6 +100,7 @@ class _RunState:
     _real: RealTime | None
     _adopter: TaskAdopter | None
     _wake: Callable[[], None] | None
+    _outsides: list[Any]
 
     if TYPE_CHECKING:
         # one concern's methods that another calls (each defined in the module named)

@@ -215,7 +215,7 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
         self._outside_waker = _Waker()  # an outside's activity pokes it: the wait looks again
         self._outside_lot = tl.ParkingLot()  # the block watcher parks here while the scheduler waits outside
         #: real seconds the scheduler spent waiting for programs outside (``ExternalOperator``)
-        self.outside_seconds = 0.0
+        self._outside_seconds = 0.0
         #: called when a primitive's state changes (an Event set, a Queue put, a Lock released): the real
         #: clock's waiters re-check their guards; the deterministic scheduler re-checks them at every step
         self._wake: Callable[[], None] | None = None
@@ -346,7 +346,13 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
                 await tl.wait_task_rescheduled(lambda _rc: tl.Abort.SUCCEEDED)
             if self._violation is not None or self._ended:
                 return
-            if self._outside_stirred():
+            if self._outsides and self._real is None:
+                if not self._outside_stirred():
+                    # nothing is enabled and virtual time is about to move: a program outside gets its quiet
+                    # interval first (it may be slower to answer than the last wait allowed; once it is silent
+                    # that long, this costs nothing)
+                    for o in self._outsides:
+                        o.stirred = True
                 await self._wait_outside()
                 if self._violation is not None:
                     return
@@ -357,11 +363,11 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
                 return
             chosen = self._dispatch()
 
-    def add_outside(self, outside: Outside) -> None:
+    def _add_outside(self, outside: Outside) -> None:
         """Wait for ``outside`` (a program beyond the world, see ``_outside``) to be quiescent between choices."""
         self._outsides.append(outside)
 
-    def poke_outside(self) -> None:
+    def _poke_outside(self) -> None:
         """An outside program did something (a request came in, a reply went out): a wait for it looks again."""
         self._outside_waker.poke()
 
@@ -374,7 +380,7 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
     async def _wait_outside(self) -> None:
         self._outside_waiting = True
         try:
-            self.outside_seconds += await wait_quiescent(self._outsides, lambda: self._violation is not None,
+            self._outside_seconds += await wait_quiescent(self._outsides, lambda: self._violation is not None,
                                                          self._outside_tick, self._outside_waker)
         finally:
             self._outside_waiting = False
@@ -432,4 +438,5 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
             self._choices,
             dict(self._fault_points),
             self.max_window,
+            self._outside_seconds,
         )

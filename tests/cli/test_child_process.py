@@ -55,10 +55,17 @@ def test_subprocess_actor_never_crashes_hunt(tmp_path: Path) -> None:
                                    "--report-dir", f"out{seed}"], cwd=tmp_path, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
                  for seed in range(4)]
-        for p in procs:
-            out, err = p.communicate(timeout=60)
-            assert "Traceback" not in out + err, out + err
-            assert p.returncode == 1, out + err  # the exit code of a model error
-            assert "[MODEL ERROR]" in out and "user waits on a child process (trio.run_process: " + " ".join(argv) in out
-            assert "model.py:10 in user" in out, out  # the scenario's line
+        try:
+            for p in procs:
+                out, err = p.communicate(timeout=60)  # a hang (the bug this guards) fails here
+                assert "Traceback" not in out + err, out + err
+                assert p.returncode == 1, out + err  # the exit code of a model error
+                assert "[MODEL ERROR]" in out
+                assert "user waits on a child process (trio.run_process: " + " ".join(argv) in out
+                assert "model.py:10 in user" in out, out  # the scenario's line
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
         assert _running(token) == [], "a child outlived its run"

@@ -151,3 +151,18 @@ def test_program_keeps_story_steps(lost: Counterexample) -> None:
     # a step on an object the violation does not name folds
     quiet = [r for r in lost.trace if r.key is None and not r.choice and r.kind == "run"]
     assert any(r.describe().strip() not in shown for r in quiet)
+
+
+def test_replay_runs_says_reproduced_k_of_n(lost: Counterexample, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """``--runs N`` replays N times and counts; a model on the world's own scheduler reproduces every time."""
+    path = tmp_path / "lost.json"
+    lost.save(path)
+    code, out, err = run_main(capsys, "replay", str(path), "--runs", "3")
+    assert code == 0, err
+    assert out.strip().splitlines()[-1].startswith(f"replayed trace {path}: reproduced 3 of 3 (oracle violated: ")
+    code, out, _ = run_main(capsys, "replay", str(path), "--runs", "2", "--json")
+    doc = json.loads(out)
+    assert code == 0 and (doc["reproduced"], doc["runs"], doc["first_divergence"]) == (2, 2, None)
+    code, _, err = run_main(capsys, "replay", str(path), "--runs", "0")
+    assert code == 2 and "--runs 0 is not a number of runs" in err
