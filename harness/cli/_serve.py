@@ -29,23 +29,6 @@ if TYPE_CHECKING:
     from ..kube._http import APIHandler
     from ..sim import World
 
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters:
-- name: race-harness
-  cluster:
-    server: http://127.0.0.1:{port}
-users:
-- name: race-harness
-  user: {{}}
-contexts:
-- name: race-harness
-  context:
-    cluster: race-harness
-    user: race-harness
-    namespace: default
-current-context: race-harness
-"""
 
 
 def add_parser(sub: Any, raw: type[argparse.HelpFormatter], target_forms: str) -> None:
@@ -141,6 +124,7 @@ class _Server:
         from ..kube import APIServer, apiservers_of
         from ..kube._http import APIHandler, TCPServer
         from ..kube._http._cluster import start_cluster
+        from ..kube._http._tcp import loopback_kubeconfig
 
         if self.scenario is not None:
             await self.scenario(world, **self.params)
@@ -152,7 +136,7 @@ class _Server:
         listeners = await trio.open_tcp_listeners(self.port, host="127.0.0.1")
         port = listeners[0].socket.getsockname()[1]
         self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
-        self.kubeconfig.write_text(KUBECONFIG.format(port=port))
+        self.kubeconfig.write_text(loopback_kubeconfig(port))
         print(f"serving the Kubernetes API on http://127.0.0.1:{port} (kubeconfig: {self.kubeconfig})", flush=True)
         world._nursery.start_soon(trio.serve_listeners, TCPServer(world, self.handler).connection, listeners)
         while True:  # keeps the world from counting as settled while the port is open

@@ -50,26 +50,8 @@ from typing import Any
 
 from ._apiserver import APIServer
 from ._delivery import DEFAULT_MAX_LAG
+from ._http._tcp import loopback_kubeconfig
 from ._process import ControllerProcess
-
-#: the kubeconfig an external process reads: this scenario's apiserver on its loopback port
-_KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters:
-- name: race-harness
-  cluster:
-    server: http://127.0.0.1:{port}
-users:
-- name: race-harness
-  user: {{}}
-contexts:
-- name: race-harness
-  context:
-    cluster: race-harness
-    user: race-harness
-    namespace: default
-current-context: race-harness
-"""
 
 #: exit codes of a process that never ran: the shell's "cannot execute" and "not found"
 _COULD_NOT_RUN = (126, 127)
@@ -181,7 +163,7 @@ class ExternalOperator:
         sock.listen(128)
         self._port = sock.getsockname()[1]
         self._dir = Path(tempfile.mkdtemp(prefix="race-harness-"))
-        self.kubeconfig.write_text(_KUBECONFIG.format(port=self._port))
+        self.kubeconfig.write_text(loopback_kubeconfig(self._port))
         server = TCPServer(world, _handler_of(self.api), self.name, spawn=self._spawn_request,
                            activity=self._activity, options=WatchOptions(**self._options))
         listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))

@@ -23,6 +23,30 @@ if TYPE_CHECKING:
     from ._watch import WatchOptions
 
 
+_LOOPBACK_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: race-harness
+  cluster:
+    server: http://127.0.0.1:{port}
+users:
+- name: race-harness
+  user: {{}}
+contexts:
+- name: race-harness
+  context:
+    cluster: race-harness
+    user: race-harness
+    namespace: default
+current-context: race-harness
+"""
+
+
+def loopback_kubeconfig(port: int) -> str:
+    """The kubeconfig of an apiserver served on ``127.0.0.1:port`` (``serve``, an external operator's)."""
+    return _LOOPBACK_KUBECONFIG.format(port=port)
+
+
 class TCPServer:
     """Serves one :class:`APIHandler` to every connection handed to :meth:`connection` (``trio.serve_listeners``).
 
