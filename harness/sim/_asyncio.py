@@ -504,6 +504,9 @@ class WorldLoop(asyncio.BaseEventLoop):
 
     def create_task(self, coro: Any, *, name: str | None = None,  # type: ignore[override]
                     context: contextvars.Context | None = None) -> asyncio.Task[Any]:
+        if self._closed:  # (a finalizer after the run: the coroutine is closed, never left unawaited for the GC)
+            with contextlib.suppress(BaseException):
+                coro.close()
         self._check_closed()  # type: ignore[attr-defined]
         if self._task_factory is not None:  # type: ignore[attr-defined]
             raise OutsideTheWorld("a task factory set on the operator's loop would hide its tasks from the world; "
@@ -518,6 +521,13 @@ class WorldLoop(asyncio.BaseEventLoop):
         """Whose operation a task's write is: a client library's helper task (aiohttp's ``write_bytes``, which
         sends a request's body) writes for the task that made the request."""
         return self._helper_of.get(task, task)
+
+    def call_exception_handler(self, context: dict[str, Any]) -> None:
+        """asyncio's report of an error no task took (logged by the ``asyncio`` logger), except once the loop's run
+        is over: an object of that run finalized later (aiohttp's "Unclosed client session" when the GC takes a
+        crashed operator's session) belongs to no run, and must not turn up in whichever run the GC ran in."""
+        if not self._closed:
+            super().call_exception_handler(context)
 
     def _asyncgen_firstiter_hook(self, agen: Any) -> None:
         self._agens_alive.append(agen)

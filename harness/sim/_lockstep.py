@@ -37,6 +37,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
+import trio.lowlevel as tl
 
 from ._actors import _whose
 from ._tasks import VERBATIM
@@ -208,7 +209,9 @@ _sets_from_threads: list[threading.Event] = []
 
 def _event_wait(self: threading.Event, timeout: float | None = None) -> bool:
     """``threading.Event.wait`` in a lockstep thread: a wait of its actor in virtual time (elsewhere: the real one)."""
-    if getattr(_local, "worker", None) is None or self.is_set():
+    if getattr(_local, "worker", None) is None or self.is_set() \
+            or sys._getframe(1).f_code.co_filename == threading.__file__:
+        # (threading's own hand-offs, a Thread.start waiting for the new thread to run, end at once)
         return _REAL_EVENT_WAIT(self, timeout)
 
     async def wait() -> bool:
@@ -229,10 +232,10 @@ def _event_wait(self: threading.Event, timeout: float | None = None) -> bool:
 def _event_set(self: threading.Event) -> None:
     _REAL_EVENT_SET(self)
     if self in _event_waiters:
-        if getattr(_local, "worker", None) is None:
+        if tl.in_trio_run():  # the world's own thread: the waiters wake now
             for woken in _event_waiters.pop(self, []):
                 woken.set()
-        else:
+        else:  # a lockstep thread or any other: Trio is only ever touched from its own thread
             _sets_from_threads.append(self)
 
 
