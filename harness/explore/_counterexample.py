@@ -37,6 +37,7 @@ from ..sim import (
     RunOutcome,
     Trace,
     Violation,
+    alias_model_file,
     entry_from_json,
     identity_label,
     run_once,
@@ -202,7 +203,7 @@ class Counterexample:
         trace = self.trace
         if not trace.noted and self.violation.kind != "no-yield":  # that run would hold the watchdog's bound again
             try:
-                fn = resolve_scenario(self.scenario)
+                fn = self._scenario_fn()
                 chooser: Any = PlanChooser(self.plan) if self.plan is not None else ReplayChooser(self.choices)
                 out = run_once(fn, chooser, params=self.params, limits=self.limits, faults=self.faults, notes=True)
             except Exception:  # a story falls back to the steps, never fails a report
@@ -254,6 +255,14 @@ class Counterexample:
         return f"python -m harness replay {where}"
 
     # --------------------------------------------------------------- replay
+    def _scenario_fn(self) -> Scenario:
+        """The scenario, resolved; a hunt's copy of a model file names its lines as the hunted file did."""
+        fn = resolve_scenario(self.scenario)
+        hunted = self.meta.get("hunted_file") if isinstance(self.meta, dict) else None
+        if isinstance(hunted, str):
+            alias_model_file(self.scenario.rpartition(":")[0], hunted)
+        return fn
+
     def replay(
         self, *, check: bool = True, observer: Callable[[Any, Any], None] | None = None, notes: bool = False
     ) -> RunOutcome:
@@ -265,7 +274,7 @@ class Counterexample:
         (reports snapshot model state with it); it must not change the run.
         ``notes=True`` records what happened inside the steps (the same run).
         """
-        fn = resolve_scenario(self.scenario)
+        fn = self._scenario_fn()
         chooser: Any = PlanChooser(self.plan) if self.plan is not None else ReplayChooser(self.choices)
         out = run_once(fn, chooser, params=self.params, limits=self.limits, observer=observer, faults=self.faults,
                        notes=notes)
@@ -328,7 +337,7 @@ class Counterexample:
         if self.defaults is None:
             return []
         try:
-            fn = resolve_scenario(self.scenario)
+            fn = self._scenario_fn()
         except HarnessError:
             return []
         now = scenario_defaults(fn, self.params)

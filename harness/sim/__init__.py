@@ -1,6 +1,7 @@
 """The runtime: one World, two clocks (virtual time under the deterministic scheduler, or the real clock
 under Trio's own), actors, choices, traces. No Kubernetes here."""
 
+from ._actors import alias_model_file as alias_model_file
 from ._asyncio import WorldLoop as WorldLoop
 from ._asyncio import model_line_here as model_line_here
 from ._asyncio import running_world_loop as running_world_loop
@@ -48,7 +49,7 @@ __all__ = [
     "FORMAT_VERSION", "Access", "Note", "RUNAWAY_KINDS", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option",
     "PCTChooser", "Queue",
     "RandomChooser", "Record", "ReplayChooser", "RunOutcome", "TimerHandle", "Trace", "Violation", "World",
-    "WorldLoop", "running_world_loop", "model_line_here", "call_in_world", "in_lockstep_thread",
+    "WorldLoop", "running_world_loop", "model_line_here", "call_in_world", "in_lockstep_thread", "alias_model_file",
     "run_batch", "run_once", "LiveRepeat", "RealClock", "repeat_live", "run_live",
     "ConvertingChooser", "FaultPlacement", "PlanChooser", "Entry", "Fault", "Hold", "Ident", "Pick",
     "canonical_plan", "entry_from_json", "identity_label",

@@ -38,6 +38,23 @@ _NOT_THE_MODEL = tuple(
 _PACKAGES = tuple({str(Path(sysconfig.get_paths()[k]).resolve()) + os.sep for k in ("purelib", "platlib")})
 
 
+#: a model file's name as labels give it, by the name it runs under (a hunt's copy of it beside the trace)
+FILE_ALIASES: dict[str, str] = {}
+
+
+def alias_model_file(copy: str, original: str) -> None:
+    """Labels name lines of ``copy`` (a file name) as lines of ``original``: a trace hunted from ``original`` and
+    replayed from the hunt's copy of it names the same lines (``wake at kopf_op.py:86 in ...``)."""
+    if copy.endswith(".py") and original.endswith(".py"):
+        FILE_ALIASES[Path(copy).name] = Path(original).name
+
+
+def shown_name(path: str) -> str:
+    """A source file's name as a label gives it (``kopf_op.py``), through :data:`FILE_ALIASES`."""
+    name = Path(path).name
+    return FILE_ALIASES.get(name, name)
+
+
 @functools.lru_cache(maxsize=4096)
 def _whose(path: str) -> int:
     """2: the model's own code; 1: an installed package's; 0: the harness's, Trio's or the standard library's."""
@@ -93,7 +110,7 @@ def waiting_at(task: tl.Task | None) -> str | None:
     frame = found[1]
     path = frame.f_code.co_filename
     line = linecache.getline(path, frame.f_lineno).strip()
-    return f"{Path(path).name}:{frame.f_lineno} in {frame.f_code.co_name}" + (f" ({line[:80]})" if line else "")
+    return f"{shown_name(path)}:{frame.f_lineno} in {frame.f_code.co_name}" + (f" ({line[:80]})" if line else "")
 
 
 class _Actor:

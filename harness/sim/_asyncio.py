@@ -67,7 +67,7 @@ import trio.lowlevel as tl
 from sniffio import thread_local as _sniffio
 
 from .._errors import HarnessError
-from ._actors import FOREIGN_FRAMES, MECHANICAL, _whose
+from ._actors import FOREIGN_FRAMES, MECHANICAL, _whose, shown_name
 from ._tasks import VERBATIM
 
 if TYPE_CHECKING:
@@ -632,14 +632,13 @@ class WorldLoop(asyncio.BaseEventLoop):
 def model_line_here() -> str | None:
     """``op.py:12 in main (...)``: the innermost frame of the model's own code on the calling stack."""
     import linecache
-    from pathlib import Path
 
     frame = sys._getframe(2)
     while frame is not None and frame.f_code.co_name != "_run_ready":  # (the step's own stack, not the world's)
         path = frame.f_code.co_filename
         if not path.startswith("<") and _whose(path) == 2:
             line = linecache.getline(path, frame.f_lineno).strip()
-            return f"{Path(path).name}:{frame.f_lineno} in {frame.f_code.co_name}" + (f" ({line[:80]})" if line else "")
+            return f"{shown_name(path)}:{frame.f_lineno} in {frame.f_code.co_name}" + (f" ({line[:80]})" if line else "")
         frame = frame.f_back  # type: ignore[assignment]
     return None
 

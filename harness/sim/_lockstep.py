@@ -32,14 +32,13 @@ import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 import trio.lowlevel as tl
 
-from ._actors import _whose
+from ._actors import _whose, shown_name
 from ._tasks import VERBATIM
 
 if TYPE_CHECKING:
@@ -109,8 +108,8 @@ class _Worker:
             path = f.f_code.co_filename
             if not path.startswith("<") and _whose(path) == 2:
                 line = linecache.getline(path, f.f_lineno).strip()
-                return f"{Path(path).name}:{f.f_lineno} in {f.f_code.co_name}" + (f" ({line[:80]})" if line else "")
-        return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno} in {frame.f_code.co_name}"
+                return f"{shown_name(path)}:{f.f_lineno} in {f.f_code.co_name}" + (f" ({line[:80]})" if line else "")
+        return f"{shown_name(frame.f_code.co_filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
 
     def resume(self, ok: bool, value: Any) -> tuple[str, Any]:
         self._to_thread.put((ok, value))

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import trio
 
+from ._actors import shown_name
+
 #: code that is not the model's: the harness, Trio, the standard library and installed packages
 _NOT_THE_MODEL = tuple(
     str(Path(p).resolve()) + os.sep
@@ -65,7 +67,7 @@ def model_line(exc: BaseException) -> str | None:
         if path.startswith(_NOT_THE_MODEL) or f.filename.startswith("<"):
             continue
         code = (f.line or "").strip()
-        found = f"{Path(f.filename).name}:{f.lineno} in {f.name}" + (f" ({code[:80]})" if code else "")
+        found = f"{shown_name(f.filename)}:{f.lineno} in {f.name}" + (f" ({code[:80]})" if code else "")
     return found
 
 
