@@ -357,3 +357,81 @@ def test_a_thread_waiting_on_another_thread_is_a_model_error() -> None:
     out = run_once(scenario, ReplayChooser([]))
     assert out.violation is not None and out.violation.kind == "misuse", out.violation
     assert "only another thread can end" in out.violation.message and "test_kopf.py" in out.violation.message
+
+
+CRD_HANDLERS = textwrap.dedent('''
+    import logging
+    import kopf
+    import kubernetes
+
+    @kopf.on.startup()
+    def configure(settings: kopf.OperatorSettings, **_):
+        settings.persistence.finalizer = "example.com/finalizer"
+        settings.posting.level = logging.WARNING
+
+    @kopf.index("configmaps")
+    def cm_by_owner(name, meta, **_):
+        return {meta.get("labels", {}).get("owner"): name}
+
+    @kopf.on.create("example.com", "v1", "databases")
+    def create_db(spec, name, namespace, body, patch, logger, **_):
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-config", "labels": {"owner": name}},
+              "data": {"size": str(spec.get("size", 1))}}
+        kopf.adopt(cm, owner=body)
+        kubernetes.config.load_kube_config()
+        kubernetes.client.CoreV1Api().create_namespaced_config_map(namespace, cm)
+        patch.status["phase"] = "Created"
+
+    @kopf.on.update("example.com", "v1", "databases", field="spec.size")
+    async def resize(new, name, patch, logger, cm_by_owner: kopf.Index, **_):
+        logger.info("resizing %s to %s, its configmaps %s", name, new, sorted(cm_by_owner.get(name, [])))
+        patch.status["size"] = new
+
+    @kopf.on.delete("example.com", "v1", "databases")
+    async def delete_db(name, logger, **_):
+        logger.info("database %s deleted", name)
+''')
+
+DATABASES = KubeObject("CustomResourceDefinition", "", "databases.example.com", spec={
+    "group": "example.com", "scope": "Namespaced",
+    "names": {"plural": "databases", "singular": "database", "kind": "Database"},
+    "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                  "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]})
+
+
+def test_kopf_crd_operator_with_adopt_index_status_and_a_finalizer_of_its_own(tmp_path: Path) -> None:
+    """A kopf operator as its users write one for a CRD: settings at startup, an index, a sync creation handler
+    adopting its child (the official client), a field update handler reading the index, a deletion handler under
+    the operator's own finalizer; the child goes with its owner through the garbage collector."""
+    handlers = tmp_path / "databases.py"
+    handlers.write_text(CRD_HANDLERS)
+    box: dict[str, Any] = {}
+
+    async def scenario(world: h.World) -> None:
+        world.horizon = 60
+        api = APIServer(world)
+        await h.kube.start_cluster(api)
+        await api.create(DATABASES)
+        kopf_operator(api, "db-op", handlers).start()
+        await world.sleep(2)
+        await api.create(KubeObject("Database", "default", "db1", spec={"size": 1}))
+        await world.sleep(10)
+        db = await api.get("Database", "default", "db1")
+        db.spec["size"] = 3
+        await api.update(db)
+        await world.sleep(10)
+        box["db"], box["cm"] = api.peek("Database", "default", "db1"), api.peek("ConfigMap", "default", "db1-config")
+        await api.delete("Database", "default", "db1")
+        await world.sleep(10)
+        box["after"] = (api.peek("Database", "default", "db1"), api.peek("ConfigMap", "default", "db1-config"))
+
+    out = run_once(scenario, ReplayChooser([]), notes=True)
+    assert out.violation is None, out.violation
+    db, cm = box["db"], box["cm"]
+    assert db.status["phase"] == "Created" and db.status["size"] == 3
+    assert db.finalizers == ["example.com/finalizer"]
+    assert [(r.kind, r.name, r.controller) for r in cm.owner_references] == [("Database", "db1", True)]
+    assert box["after"] == (None, None)  # deleted past its finalizer, and its child collected
+    texts = [n.text for n in out.trace.notes]
+    assert any("resizing db1 to 3, its configmaps ['db1-config']" in t for t in texts)
+    assert any("database db1 deleted" in t for t in texts)
