@@ -58,6 +58,7 @@ import re
 import sys
 import threading
 import types
+import weakref
 from asyncio import events
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
@@ -686,4 +687,4 @@ def model_line_here() -> str | None:
 
 
 #: sockets aiohappyeyeballs "connected" to the apiserver's address: the in-memory connection replaces them
-_CONNECTED: dict[Any, tuple[str, int]] = {}
+_CONNECTED: weakref.WeakKeyDictionary[Any, tuple[str, int]] = weakref.WeakKeyDictionary()

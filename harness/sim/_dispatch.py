@@ -117,7 +117,9 @@ class _Dispatch(_RunState):
         for actor in woken:
             if actor.task is not None and actor.task in MECHANICAL:
                 MECHANICAL.discard(actor.task)
-                actor.urgent = True
+                if actor.held and not actor.done and not actor.urgent:
+                    actor.urgent = True
+                    self._adopter.urgent += 1
             if actor.held and not actor.done:
                 # (fresh: what a task does after a wait for work or time starts afresh, as after world.sleep or an
                 # idle Queue.get; what woke it is a read of the step that did: see TaskAdopter.task_scheduled)
@@ -414,9 +416,13 @@ class _Dispatch(_RunState):
             n = len(enabled)
             now_ns = self._now_ns
             now = now_ns / TICKS_PER_SECOND
-            urgent = next((i for i, e in enumerate(enabled) if getattr(e[2], "urgent", False)), None)
+            urgent = None
+            adopter = self._adopter
+            if adopter is not None and adopter.urgent:  # (the hand-off's hot path looks only when one is pending)
+                urgent = next((i for i, e in enumerate(enabled) if getattr(e[2], "urgent", False)), None)
             if urgent is not None:  # a mechanical wake-up (see MECHANICAL): no decision, it runs now
                 enabled[urgent][2].urgent = False  # type: ignore[attr-defined]
+                adopter.urgent -= 1  # type: ignore[union-attr]
                 n, enabled = 1, [enabled[urgent]]
             can_wait = urgent is None
             for e in enabled:

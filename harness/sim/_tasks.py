@@ -159,6 +159,8 @@ class TaskAdopter(trio.abc.Instrument):
         #: an exception raised inside a hook (Trio would swallow it and drop the instrument): raised after the run
         self.failed: BaseException | None = None
         self.installed = False
+        #: actors whose registered action is a mechanical wake-up (``_actors.MECHANICAL``), not yet taken
+        self.urgent = 0
 
     def install(self) -> None:
         if not self.installed:

@@ -85,11 +85,16 @@ class _Connection(asyncio.Transport):
 
     # ------------------------------------------------------------------ the client writes
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        import h11
 
         if self._closing:
             return
         self._h11.receive_data(bytes(data))
+        self._read_requests()
+
+    def _read_requests(self) -> None:
+        """Each request complete in what the client wrote so far is handled (pipelined ones after the current)."""
+        import h11
+
         while True:
             event = self._h11.next_event()
             if event is h11.NEED_DATA or event is h11.PAUSED:
@@ -171,7 +176,7 @@ class _Connection(asyncio.Transport):
         if self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE:
             self._h11.start_next_cycle()
             if self._h11.trailing_data[0]:
-                self.write(b"")  # a request pipelined behind this one
+                self._read_requests()  # a request pipelined behind this one
         elif self._h11.our_state is h11.MUST_CLOSE or self._h11.their_state is h11.MUST_CLOSE:
             self.close()
 
