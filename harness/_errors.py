@@ -11,6 +11,7 @@ its message ends with what to do about it::
           +-- NotInSimulation  a harness primitive awaited outside a running World
           +-- OutsideTheCluster  an operator's request to a host the world does not serve
           +-- BlockingClient     a synchronous client called where it would block the whole world
+          +-- OperatorNotLoaded  an operator's code (kopf handlers) that could not be found or imported
 
 Verdicts of a run (oracle violated, deadlock, runaway, ...) are *results*, not
 exceptions: they are :class:`harness.Violation` values carried by a counterexample.
@@ -54,3 +55,8 @@ class OutsideTheCluster(SimulationError):
 class BlockingClient(SimulationError):
     """A synchronous client (the official ``kubernetes`` client) called from the world's own thread, not a thread of
     the operator's executor: it would block every actor while it waits for an answer no actor could give."""
+
+
+class OperatorNotLoaded(SimulationError):
+    """The code a scenario runs as an operator (a kopf handlers file or module) could not be found or imported:
+    the scenario is wrong, not the operator's behaviour."""

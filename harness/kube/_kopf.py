@@ -29,6 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .._errors import OperatorNotLoaded
 from ._apiserver import APIServer
 from ._operator import Operator
 
@@ -50,20 +51,26 @@ def _load(handlers: str) -> ModuleType:
     if handlers.endswith(".py") or os.sep in handlers or "/" in handlers:
         path = Path(handlers)
         if not path.is_file():
-            raise FileNotFoundError(f"kopf handlers file {handlers!r} does not exist: give kopf_operator the path "
-                                    "of the file `kopf run` would run, or a module's importable name")
+            raise OperatorNotLoaded(f"the kopf handlers file {handlers!r} does not exist: give kopf_operator the "
+                                    "path of the file `kopf run` would run, or a module's importable name")
         spec = importlib.util.spec_from_file_location(path.stem, path)
     else:
-        spec = importlib.util.find_spec(handlers)
+        try:
+            spec = importlib.util.find_spec(handlers)
+        except (ImportError, ValueError):
+            spec = None
         if spec is None:
-            raise ModuleNotFoundError(f"no module named {handlers!r}: give kopf_operator the path of the file "
-                                      "`kopf run` would run, or a module's importable name")
+            raise OperatorNotLoaded(f"no module named {handlers!r}: give kopf_operator the path of the file "
+                                    "`kopf run` would run, or a module's importable name")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     saved = sys.modules.get(spec.name)
     sys.modules[spec.name] = module  # (a module that imports itself by name finds this incarnation)
     try:
         spec.loader.exec_module(module)
+    except Exception as exc:  # (its own bug: a syntax error, an import it lacks)
+        raise OperatorNotLoaded(f"the kopf handlers {handlers!r} could not be imported: {type(exc).__name__}: "
+                                f"{exc}; run `python -c 'import runpy; runpy.run_path(\"{handlers}\")'` to see why") from exc
     finally:
         if saved is None:
             sys.modules.pop(spec.name, None)

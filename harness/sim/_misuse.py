@@ -83,7 +83,7 @@ def _asyncio_call(exc: BaseException) -> str | None:
 
 def misuse(exc: BaseException, actor: str) -> str | None:
     """The model error an exception stands for (what happened, where, what to do), or None for a finding."""
-    from .._errors import NotInSimulation, OutsideTheCluster
+    from .._errors import NotInSimulation, OperatorNotLoaded, OutsideTheCluster
 
     at = model_line(exc)
     where = f" at {at}" if at else ""
@@ -93,6 +93,8 @@ def misuse(exc: BaseException, actor: str) -> str | None:
                 "concurrent loop with world.spawn(...) or in an actor's own nursery or task group")
     if isinstance(exc, OutsideTheCluster):
         return f"{actor} made a request the world does not serve{where}: {exc}"
+    if isinstance(exc, OperatorNotLoaded):
+        return f"{actor} could not start: {exc}"
     text = str(exc)
     call = _asyncio_call(exc)
     if isinstance(exc, RuntimeError) and ("no running event loop" in text or "no current event loop" in text

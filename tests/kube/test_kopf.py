@@ -435,3 +435,19 @@ def test_kopf_crd_operator_with_adopt_index_status_and_a_finalizer_of_its_own(tm
     texts = [n.text for n in out.trace.notes]
     assert any("resizing db1 to 3, its configmaps ['db1-config']" in t for t in texts)
     assert any("database db1 deleted" in t for t in texts)
+
+
+def test_kopf_handlers_that_cannot_load_are_a_model_error(tmp_path: Path) -> None:
+    """A handlers file that is missing or fails to import is the scenario's mistake, never a finding."""
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise ImportError('a dependency the handlers lack')\n")
+    for handlers, said in ((tmp_path / "missing.py", "does not exist"), (broken, "a dependency the handlers lack")):
+        async def scenario(world: h.World, handlers: Path = handlers) -> None:
+            api = APIServer(world)
+            await h.kube.start_cluster(api)
+            kopf_operator(api, "op", handlers).start()
+            await world.sleep(5)
+
+        out = run_once(scenario, ReplayChooser([]))
+        assert out.violation is not None and out.violation.kind == "misuse", out.violation
+        assert "op could not start" in out.violation.message and said in out.violation.message
