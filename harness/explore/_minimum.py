@@ -165,6 +165,7 @@ def minimize(
     proof_budget: int = 5000,
     prove: bool = True,
     shrink: bool = True,
+    order: ProofOrder | None = None,
 ) -> _Minimum:
     """From any failing run to the canonical minimum (or as close as the budgets allow, said in words)."""
     assert out.violation is not None
@@ -193,7 +194,8 @@ def minimize(
     target = out.violation
     assert target is not None
     k = len(plan)
-    sub, search = _proof_search(runner, _proof_budget(proof_budget, k), k, target)
+    order = order or ProofOrder()
+    sub, search = _proof_search(runner, _proof_budget(proof_budget, k), k, target, order=order)
     if sub.runaway is not None:
         return _Minimum(out, plan, None, "not proved minimal: a run of the minimality proof ran away ("
                         f"{_runaway_words(sub.runaway)}); the counterexample stands", shrunk_at=shrunk_at)
@@ -202,7 +204,7 @@ def minimize(
         return _Minimum(found_out, found_plan, True, "proved minimal", shrunk_at=shrunk_at)
     covered = search.complete_levels
     if covered >= k - 1:
-        return _representative(runner, out, plan, proof_budget, shrunk_at)
+        return _representative(runner, out, plan, proof_budget, shrunk_at, order)
     what = "interrupted" if sub.interrupted else f"stopped after {sub.runs:,} {_plural(sub.runs, 'run')}"
     if covered < 0:
         return _Minimum(out, plan, None, f"not proved minimal: nothing covered ({what}; {search.coverage()})",
@@ -224,14 +226,31 @@ def _runaway_words(out: RunOutcome) -> str:
     return f"{VERDICTS[v.kind]} at step {v.step:,}, t={v.time:g}"
 
 
+@dataclass(frozen=True)
+class ProofOrder:
+    """How a minimality proof takes its plans; the defaults are the proof's, the others are for ``bench/``.
+
+    ``fewest_holds_first``: a level of two entries or more runs its plans by
+    their number of holds (see ``_PlanSearch._group``); False: by their number
+    of faults, as an exhaustive search does. ``reduce``: the referee's
+    reduction (``_PlanSearch``); False runs every plan.
+    """
+
+    fewest_holds_first: bool = True
+    reduce: bool = True
+
+
 def _proof_search(
-    runner: _Runner, budget: int, k: int, target: Violation | None, faults: int | None = None
+    runner: _Runner, budget: int, k: int, target: Violation | None, faults: int | None = None,
+    order: ProofOrder | None = None,
 ) -> tuple[_Runner, _PlanSearch]:
     """The referee on a sub-runner of ``budget`` runs looking for ``target``; its runs count in ``runner``."""
     sub = runner.sub(budget, phase="minimality proof")
     # the minimality proof (no fault restriction) tries the last level's likely plans first: its first failing
     # plan is a function of the model alone, and it is met without running the whole level
-    search = _PlanSearch(sub, k, target, phase="proof", faults=faults, likely_first=faults is None)
+    order = order or ProofOrder()
+    search = _PlanSearch(sub, k, target, order.reduce, phase="proof", faults=faults, likely_first=faults is None,
+                         fewest_holds_first=order.fewest_holds_first)
     try:
         search.run()
     finally:
@@ -239,7 +258,9 @@ def _proof_search(
     return sub, search
 
 
-def _representative(runner: _Runner, out: RunOutcome, plan: tuple[Entry, ...], budget: int, shrunk_at: int) -> _Minimum:
+def _representative(
+    runner: _Runner, out: RunOutcome, plan: tuple[Entry, ...], budget: int, shrunk_at: int, order: ProofOrder
+) -> _Minimum:
     """Proved minimal, but the budget cut the last level: which plan of that size stands for the bug.
 
     The shrunk plan depends on the run the search happened to find (another
@@ -251,7 +272,7 @@ def _representative(runner: _Runner, out: RunOutcome, plan: tuple[Entry, ...], b
     plan stays, and the proof says so.
     """
     k, f = len(plan), sum(1 for e in plan if isinstance(e, Fault))
-    sub, search = _proof_search(runner, budget, k, out.violation, faults=f)
+    sub, search = _proof_search(runner, budget, k, out.violation, faults=f, order=order)
     kinds = f"{k} {'entry' if k == 1 else 'entries'}, {f} {_plural(f, 'fault')}"
     if search.found is not None and sub.runaway is None:
         found_out, found_plan = search.found
@@ -262,7 +283,8 @@ def _representative(runner: _Runner, out: RunOutcome, plan: tuple[Entry, ...], b
 
 
 def prove_found(
-    scenario: Scenario, cx: Counterexample, *, proof_budget: int = 5000, shard_runner: ShardRunner | None = None
+    scenario: Scenario, cx: Counterexample, *, proof_budget: int = 5000, shard_runner: ShardRunner | None = None,
+    order: ProofOrder | None = None,
 ) -> tuple[Counterexample, int]:
     """The minimality proof of a counterexample found and shrunk elsewhere, with its referee's shards on
     ``shard_runner``; the proved counterexample and the runs the proof took.
@@ -282,7 +304,7 @@ def prove_found(
     out = runner.run(PlanChooser(cx.plan))
     if not cx.violation.same_bug(out.violation):
         return cx, runner.runs
-    best = minimize(runner, out, plan=cx.plan, proof_budget=proof_budget, shrink=False)
+    best = minimize(runner, out, plan=cx.plan, proof_budget=proof_budget, shrink=False, order=order)
     proved = Counterexample.from_outcome(cx.scenario, cx.params, best.out, strategy=cx.strategy, seed=cx.seed,
                                          limits=cx.limits, plan=best.plan, faults=cx.faults)
     proved.proved_minimal, proved.proof, proved.meta = best.proved, best.proof, dict(cx.meta)
