@@ -1,4 +1,4 @@
-"""A real lightkube operator that runs a Backup twice after it restarts: its worker reconciled before the Job cache held the cluster.
+"""A real lightkube operator that runs a Backup twice after it restarts: it reconciled before its Job cache held the cluster.
 
 The operator (``BackupOperator``) is ordinary lightkube code: each ``Backup``
 custom resource gets exactly one ``Job`` that dumps its database (named by
