@@ -75,6 +75,7 @@ def test_story_of_every_registered_race_is_pinned() -> None:
 #: every other example, with the search its own tests run (the rabbitmq proof of minimality takes a minute)
 EXAMPLES: list[tuple[str, dict[str, Any]]] = [
     ("examples/lightkube_operator.py:scenario", {"budget": 100}),
+    ("examples/lightkube_restart_operator.py:scenario", {"faults": "crash", "prove_minimal": False}),
     ("examples/rabbitmq_time_travel.py:scenario", {"prove_minimal": False}),
     ("examples/sieve_intermediate_state.py:scenario", {}),
     ("examples/sieve_unobserved_state.py:scenario", {}),
