@@ -9,9 +9,10 @@ Run: ``.venv/bin/python bench/bench_real_code.py``. Prints, measured in one run:
   written as a model (``bench/bench_http.py``'s ``AppOperatorModel``);
 * **per proof**: the minimality proof of two real lightkube operators' counterexamples (the lightkube
   example's one entry, and ``examples/lightkube_restart_operator.py``'s two: a crash and a late watch event),
-  each found by the default search with ``--faults crash`` at seed 0 and shrunk, then proved three ways: as
+  each found by the default search with ``--faults crash`` at seed 0 and shrunk, then proved four ways: as
   the proof runs (fewest holds first, reduced), by fault count as an exhaustive search orders a level (the
-  proof's order before), without the referee's reduction, and both. Runs, seconds, and whether the verdict and the plan are the same;
+  proof's order before), without the referee's reduction, and both. Runs, seconds, and whether the verdict
+  and the plan are the same;
 * **prefix sharing, the most it could save**: over the plans of levels 1 and 2 of the restart operator's
   proof (a sample), the share of each run's steps before its first step that differs from the canonical
   run: what keeping the state at a plan's first deviation could at best spare.
