@@ -113,6 +113,8 @@ class PlanReport:
     outcome: RunOutcome | None
     #: the empty plan's only: every point of the canonical run (actions chosen, fault points, data choices)
     points: frozenset[Ident] = frozenset()
+    #: siblings left out because their run is this one (see ``_Dependence.next_to``)
+    repeats: int = 0
 
 
 def run_plans(
@@ -152,10 +154,10 @@ def _report(chooser: PlanChooser, out: RunOutcome, job: RefereeJob) -> PlanRepor
         return PlanReport(plan, stats, False, True, 0, (), (), out)
     if ran_away(out):  # its own finding: the referee stops there (the run goes back to be reported)
         return PlanReport(plan, stats, False, False, 0, (), (), out)
-    siblings, skipped = _siblings(plan, chooser, job.reduce)
+    siblings, skipped, repeats = _siblings(plan, chooser, job.reduce)
     children = tuple(_children(plan, chooser)) if job.expand else ()
     points = frozenset(_points(chooser)) if plan == () else frozenset()
-    return PlanReport(plan, stats, False, False, skipped, tuple(siblings), children, None, points)
+    return PlanReport(plan, stats, False, False, skipped, tuple(siblings), children, None, points, repeats)
 
 
 def _extends_to_siblings(plan: Plan) -> bool:
@@ -183,10 +185,11 @@ def likely_plans(level: list[Plan], canonical: frozenset[Ident]) -> list[Plan]:
             and any(isinstance(e, Fault) and e.at not in canonical for e in p)]
 
 
-def _siblings(plan: Plan, chooser: PlanChooser, reduce: bool) -> tuple[list[Plan], int]:
-    """Hold X until each action that ran while it was held (same fault count); and how many the reduction skips."""
+def _siblings(plan: Plan, chooser: PlanChooser, reduce: bool) -> tuple[list[Plan], int, int]:
+    """Hold X until each action that ran while it was held (same fault count); and how many the reduction skips:
+    as reorderings of independent actions, and as this very run."""
     out: list[Plan] = []
-    skipped = 0
+    skipped = repeats = 0
     last = [e for e in plan if isinstance(e, Hold) and e.until is None]
     dependent = _Dependence(chooser) if reduce and last else None
     for h in last:
@@ -194,15 +197,19 @@ def _siblings(plan: Plan, chooser: PlanChooser, reduce: bool) -> tuple[list[Plan
         # action before y (the first: when the hold began); if time moved in
         # between, the two siblings differ by more than the order of two actions
         before: float | None = chooser.held_at.get(h.what)
-        for y in _dedup(chooser.during.get(h.what, [])):
+        during = _dedup(chooser.during.get(h.what, []))
+        for y in during:
             if dependent is not None:
                 at = dependent.time_of[y]
                 same_time, before = at == before, at
                 if same_time and not dependent(h.what, y):
                     skipped += 1
                     continue
+                if y is during[-1] and dependent.next_to(y, h.what):
+                    repeats += 1  # this very run (see _Dependence.next_to)
+                    continue
             out.append(canonical_plan([*(e for e in plan if e != h), Hold(h.what, y)]))
-    return out, skipped
+    return out, skipped, repeats
 
 
 # ------------------------------------------------------------- where shards run
@@ -305,6 +312,8 @@ class _PlanSearch:
         self.shards: ShardRunner = runner.shard_runner if runner.shard_runner is not None else InProcessShards()
         #: sibling plans left out by the reduction
         self.skipped = 0
+        #: sibling plans left out because their run would be the run of the plan they came from
+        self.repeats = 0
         self.found: tuple[RunOutcome, Plan] | None = None
         self.complete_levels = -1  # every plan with <= this many entries was run
         self.level_reached = 0
@@ -408,6 +417,7 @@ class _PlanSearch:
         if rep.plan == () and self._canonical_points is None:
             self._canonical_points = rep.points
         self.skipped += rep.skipped
+        self.repeats += rep.repeats
         for sib in rep.siblings:
             key = frozenset(sib)
             if key not in seen and self._fits(sib):
@@ -504,7 +514,24 @@ class _Dependence:
         self.footprint = dict(zip(chooser.ran, chooser.footprints, strict=True))
         #: action -> the virtual time it ran at
         self.time_of = dict(zip(chooser.ran, chooser.times, strict=True))
+        self._ran, self._times, self._waited = chooser.ran, chooser.times, chooser.waited
+        self._index = {a: i for i, a in enumerate(chooser.ran)}
         self._by_process: dict[str | None, dict[object, bool]] = {}
+
+    def next_to(self, y: Ident, held: Ident) -> bool:
+        """Whether the held action ran as the very next step after ``y``, at ``y``'s instant.
+
+        Then "hold it until ``y``" is this run itself: up to ``y`` the two
+        plans hold the same actions, and right after ``y`` every action
+        enabled but the held one was held by the plan's other entries (else
+        one of them would have run instead), so the released action is the
+        one that runs, at the same instant; from there the two runs have one
+        history, and the scheduler is a function of it. The sibling is not
+        run (the last "until" of a hold: what ran last while it was held).
+        """
+        at = self._index.get(y)
+        return at is not None and at + 1 < len(self._ran) and self._ran[at + 1] == held \
+            and self._times[at] == self._times[at + 1] and at + 1 not in self._waited
 
     def _process_footprint(self, proc: str) -> dict[object, bool]:
         """Every resource the process touched in the run -> whether it wrote it."""

@@ -127,7 +127,7 @@ def explore(
     pct_bound: float | None = None
     proved: int | None = None
     replay_divergence: str | None = None
-    skipped = 0
+    skipped = repeats = 0
     plan_notes: list[str] = []
     unapplied: list[str] = []
     try:
@@ -142,7 +142,7 @@ def explore(
             found, found_by = _search_portfolio(runner, strat)
         elif isinstance(strat, Exhaustive):
             search = _search_exhaustive(runner, strat.max_deviations, strat.reduce)
-            skipped = search.skipped
+            skipped, repeats = search.skipped, search.repeats
             if search.found is not None:
                 found, found_plan = search.found
             elif search.complete_levels >= strat.max_deviations:
@@ -272,6 +272,7 @@ def explore(
         replayed=strat.source if isinstance(strat, Replay) else None,
         divergence=replay_divergence,
         skipped=skipped,
+        repeats=repeats,
         runaway=runaway,
         model_error=model_error,
         unapplied=unapplied,

@@ -41,6 +41,8 @@ class Result:
     divergence: str | None = None
     #: plans the exhaustive referee's reduction left out (reorderings of independent actions)
     skipped: int = 0
+    #: plans the exhaustive referee left out because their run would repeat one it ran (same steps, same order)
+    repeats: int = 0
     #: a run that never ended (step limit, livelock), in words with the phase that met it; its own finding
     runaway: str | None = None
     #: plan entries (``--plan``, :func:`run_plan`) that never applied, each with the closest identities the run
@@ -92,7 +94,7 @@ class Result:
             return (
                 f"proved clean up to {self.proved_bound} {_plural(self.proved_bound or 0, 'deviation')} "
                 f"(holds and faults; {self.space}; {self.runs:,} {_plural(self.runs, 'run')}, {self.seconds:.2f} s"
-                f"{_skipped(self.skipped)})"
+                f"{_skipped(self.skipped, self.repeats)})"
             )
         if self.verdict == "interrupted":
             cut = f"; {self.notes[0]}" if self.notes and "exhaustive search was interrupted" in self.notes[0] else ""
@@ -106,5 +108,6 @@ class Result:
         return self.outcome
 
 
-def _skipped(n: int) -> str:
-    return f"; {n:,} {_plural(n, 'reordering')} of independent actions skipped" if n else ""
+def _skipped(n: int, repeats: int = 0) -> str:
+    said = f"; {n:,} {_plural(n, 'reordering')} of independent actions skipped" if n else ""
+    return said + (f"; {repeats:,} {_plural(repeats, 'plan')} skipped that would repeat a run" if repeats else "")

@@ -76,7 +76,7 @@ def _small_plan_choosers(runner: _Runner, seed: int) -> Iterator[PlanChooser]:
             tried.add(frozenset(plan))
             yield chooser
             if not chooser.inert:
-                siblings, _skipped = _siblings(plan, chooser, False)
+                siblings, _skipped, _repeats = _siblings(plan, chooser, False)
                 more = _grouped([p for p in (*siblings, *_children(plan, chooser)) if frozenset(p) not in tried],
                                 plan, before)
                 if any(more.values()):

@@ -242,6 +242,8 @@ class PlanChooser:
         #: action across a time jump is not a swap of two actions)
         self.times: list[float] = []
         self.held_at: dict[Ident, float] = {}
+        #: with footprints: positions in ``ran`` before which the run waited for time to pass
+        self.waited: set[int] = set()
 
     def _active(self, h: Hold, now: float) -> bool:
         u = h.until
@@ -295,6 +297,7 @@ class PlanChooser:
                 self.applied.add(self._holds[x])
             if self.wants_footprints:
                 self._timed(held, now, ran=False)
+                self.waited.add(len(self.ran))
             return idx
         self._ran_one(options, idx, held, can_wait)
         if self.wants_footprints:
