@@ -268,6 +268,7 @@ def _hunt_one(
                     json_path=json_path,
                     index_path=out_dir / "index.html",
                     model_error=broken if broken and not runaway else None,
+                    live_seconds=result.live_seconds,
                 )
                 record_written(html_file)
                 html_path = str(html_file)

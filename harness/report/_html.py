@@ -27,6 +27,7 @@ from markupsafe import Markup
 
 from .._verdicts import waiting
 from ..explore import Counterexample
+from ..explore._minimum import LIVE_REPRODUCE
 from ..explore._story import presented
 from ..sim import VERDICTS
 from ._chart import draw
@@ -113,6 +114,28 @@ def _replay_lines(
     return lines
 
 
+#: how ``ExternalOperator.start`` notes an operator process (its note names it in the field ``process``)
+_OWN_PROCESS = "runs as its own process against this apiserver"
+
+
+def live_words(notes: Any, live_seconds: float | None = None) -> str:
+    """What a run with operator processes outside the world (``ExternalOperator``) must tell its reader: it ran on
+    the real clock, so a replay starts fresh processes and reproduces as far as their own threads allow, and how
+    long the search waited for them (``live_seconds``, the hunt's; never saved in the trace, whose bytes are the
+    same in every run). Empty for a run of the world alone."""
+    names = sorted({str(dict(n.fields).get("process")) for n in notes
+                    if n.kind == "log" and _OWN_PROCESS in n.text and dict(n.fields).get("process")})
+    if not names:
+        return ""
+    text = (f"This run used operator processes on the real clock ({', '.join(names)}): between choices the harness "
+            "waited for them to go quiet, so one plan gives one order of API events as far as their own threads "
+            f"allow. A replay starts them afresh; a plan counted as failing only when it failed {LIVE_REPRODUCE} times "
+            "in a row")
+    if live_seconds:
+        text += f". The search waited {live_seconds:.1f} s (real) for them"
+    return text + ". To see how often it reproduces here: add --runs N to the replay command (reproduced k of N)."
+
+
 def render_counterexample_html(
     cx: Counterexample,
     *,
@@ -126,6 +149,7 @@ def render_counterexample_html(
     index_path: str | os.PathLike[str] | None = None,
     command_line: str | None = None,
     model_error: str | None = None,
+    live_seconds: float | None = None,
 ) -> str:
     """The report as a string; :func:`write_counterexample_html` writes it.
 
@@ -137,7 +161,9 @@ def render_counterexample_html(
     ``page_path`` is where the page will live (links and the replay command
     are made relative to its folder); ``json_path`` the saved trace (default:
     where ``cx`` was saved or loaded from), ``index_path`` the session index.
-    ``replay_command`` is one more way to replay (the pytest line), shown as given.
+    ``replay_command`` is one more way to replay (the pytest line), shown as given. ``live_seconds``: the real
+    seconds the search waited for operator processes (``Result.live_seconds``), said beside the line that the run
+    used them.
     """
     if state is None:
         state = capture_states(cx)
@@ -217,6 +243,7 @@ def render_counterexample_html(
         "program": cx.program(),
         "story_lines": _story_lines(cx),
         "why": why_sentence(cx),
+        "live": live_words(told.notes, live_seconds),
         # each story line with the steps of its own plan entry: the story tells entries in the run's order,
         # the plan lists them in the search's (zipping the two paired a hold with another entry's steps)
         "story_entries": [(text, plan[i].steps if i < len(plan) else ())
@@ -275,6 +302,7 @@ def write_counterexample_html(
     index_path: str | os.PathLike[str] | None = None,
     command_line: str | None = None,
     model_error: str | None = None,
+    live_seconds: float | None = None,
 ) -> Path:
     """Write the self-contained HTML report of ``cx`` to ``path`` (atomically) and return it.
 
@@ -292,6 +320,7 @@ def write_counterexample_html(
         index_path=index_path,
         command_line=command_line,
         model_error=model_error,
+        live_seconds=live_seconds,
     )
     return atomic_write_text(path, text)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import subprocess
 import sys
@@ -57,6 +58,37 @@ async def dies_once(world: h.World, *, marker: str) -> None:
     world.spawn("a", increment, 0)
     world.spawn("b", increment, 1)
     world.at_end(lambda: store["x"] == 2, "no lost update")
+'''
+
+
+#: an operator process (stdlib only: it starts in milliseconds) that lists ConfigMaps once, says which process
+#: started it, and waits to be ended; the scenario says which process ran it, so the test sees where each ran
+OPERATOR_PROCESS = """
+import os, re, sys, time, urllib.request
+from pathlib import Path
+server = re.search(r"server: (\\S+)", Path(os.environ["KUBECONFIG"]).read_text()).group(1)
+urllib.request.urlopen(server + "/api/v1/namespaces/default/configmaps").read()
+Path(sys.argv[1], f"operator-{os.getpid()}").write_text(str(os.getppid()))
+time.sleep(600)
+"""
+
+PROCESS_MODEL = '''
+import os
+import sys
+from pathlib import Path
+
+import harness as h
+from harness.kube import APIServer, ExternalOperator, KubeObject
+
+
+@h.scenario
+async def listed(world: h.World, *, marks: str, program: str) -> None:
+    api = APIServer(world)
+    ExternalOperator(api, "lister", [sys.executable, program, marks]).start()
+    Path(marks, f"worker-{os.getpid()}").write_text("")
+    await api.create(KubeObject("ConfigMap", "default", "app"))
+    await world.sleep(1.0, "user waits")
+    world.at_end(lambda: len(api.peek_all("ConfigMap")) == 1, "one ConfigMap")
 '''
 
 
@@ -128,6 +160,33 @@ def test_exhaustive_hunt_on_the_cluster_proves_with_the_in_process_plan_count(
     code3, out3, _ = run_main(capsys, "hunt", TOY, "--variant", "fixed", "--strategy", "exhaustive:2",
                               "--report-dir", str(tmp_path / "text"), "--cluster", two_workers)
     assert code3 == 0 and "proved clean up to 2" in out3 and "referee on the cluster:" in out3, out3
+
+
+def test_process_mode_hunt_shards_each_worker_starting_its_own_operator_processes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, two_workers: str
+) -> None:
+    """A hunt of a scenario with an operator process (``ExternalOperator``) shards like any other: each shard's runs
+    start their processes on the worker that runs the shard (their parent is that worker, never this client), the
+    verdict comes back, and every process was ended by the run that started it."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (tmp_path / "program.py").write_text(OPERATOR_PROCESS)
+    (tmp_path / "listed.py").write_text(PROCESS_MODEL)
+    code, out, err = run_main(
+        capsys, "hunt", f"{tmp_path / 'listed.py'}:listed", "--param", f"marks={marks}",
+        "--param", f"program={tmp_path / 'program.py'}", "--strategy", "random", "--seed", "3", "--budget", "4",
+        "--shards", "2", "--json", "--report-dir", str(tmp_path / "reports"), "--cluster", two_workers,
+    )
+    [line] = json_lines(out)
+    assert code == 0 and line["verdict"] == "none-found" and line["runs"] == 4, out + err
+    assert line["live_process_seconds"] > 0, line
+    workers = {int(p.name.split("-")[1]) for p in marks.glob("worker-*")}
+    parents = {p.name: int(p.read_text()) for p in marks.glob("operator-*")}
+    assert len(parents) == 4, parents  # one process per run
+    assert set(parents.values()) == workers and os.getpid() not in workers, (parents, workers)
+    for name in parents:
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(name.split("-")[1]), 0)  # ended (and reaped) by its run
 
 
 def test_shard_seeds_follow_the_hunt_seed_and_the_shard_never_the_worker() -> None:

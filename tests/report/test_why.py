@@ -35,6 +35,7 @@ def test_page_opens_with_why_and_lists_plan_steps_in_order(tmp_path: Path) -> No
     assert "the ADDED event of default/podgroup-" in why and "reached scheduler's PodGroup informer" in why and "late" in why
     page = write_counterexample_html(cx, tmp_path / "cx.html", title="residual").read_text()
     assert page.index('<p class="why">Why it failed: ') < page.index('<section id="story">')
+    assert 'id="live"' not in page  # a run of the world alone: no line about operator processes
     devs = page[page.index('<ol class="devs">'):]
     devs = devs[:devs.index("</ol>")]
     items = re.findall(r"<li>(.*?)</li>", devs, re.S)
