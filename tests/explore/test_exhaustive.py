@@ -32,12 +32,12 @@ def _levels(scenario: h.Scenario, k: int, **kw: object) -> tuple[h.Result, dict[
 
 def test_exhaustive_runs_to_its_verdict_without_budget(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     r, levels = _levels(lost_update, 4, fixed=True)
-    # more runs than the default sampling budget (1000): a proof is not capped by it
-    assert r.verdict == "proved-clean" and r.proved_bound == 4 and r.runs > 1000
+    # more runs than a sampling budget of 300: a proof is not capped by it (measured: 446 runs)
+    assert r.verdict == "proved-clean" and r.proved_bound == 4 and r.runs > 300
     assert sum(done for done, _known in levels.values()) == r.runs
     assert all(done == known for done, known in levels.values())  # every plan of every level ran
-    capped = h.explore(lost_update, strategy="exhaustive:4", budget=1000, fixed=True)
-    assert capped.verdict == "none-found" and capped.runs == 1000
+    capped = h.explore(lost_update, strategy="exhaustive:4", budget=300, fixed=True)
+    assert capped.verdict == "none-found" and capped.runs == 300
     # the command line: no --budget, and the race-less file scenario ends with the proof
     code, out, err = run_main(capsys, "hunt", TOY, "--variant", "fixed", "--strategy", "exhaustive:4",
                               "--report-dir", str(tmp_path))
