@@ -70,7 +70,7 @@ def test_fixed_restart_operator_clean_under_a_crash_search() -> None:
 
 @pytest.mark.slow
 def test_restart_operator_counterexample_proved_minimal_and_the_same_for_every_seed() -> None:
-    """The proof covers every plan of one entry and the two-entry plans before the first failing one (353 runs at
+    """The proof covers every plan of one entry and the two-entry plans before the first failing one (313 runs at
     seed 0, ~5 s); the canonical minimum does not depend on the seed that found the bug."""
     digests = set()
     for seed in (0, 1):
@@ -86,7 +86,7 @@ def test_restart_operator_counterexample_proved_minimal_and_the_same_for_every_s
 def test_real_operator_two_entry_proof_within_1500_runs_same_verdict_as_unreduced() -> None:
     """Issue 51's yardstick: a real operator's 2-entry counterexample (a crash and a late watch event) proved
     minimal in at most 1,500 proof runs, and the verdict and plan are those of the proof that takes a level by its
-    faults and runs every plan (no reduction): 353 against 2,636 runs, measured (``bench/bench_real_code.py``)."""
+    faults and runs every plan (no reduction): 313 against 2,636 runs, measured (``bench/bench_real_code.py``)."""
     found = h.explore(scenario, seed=0, faults="crash", prove_minimal=False, fixed=False)
     cx = found.counterexample
     assert cx is not None
