@@ -200,7 +200,7 @@ def _siblings(plan: Plan, chooser: PlanChooser, reduce: bool) -> tuple[list[Plan
         during = _dedup(chooser.during.get(h.what, []))
         for y in during:
             if dependent is not None:
-                at = dependent.time_of[y]
+                at = dependent.time_of(y)
                 same_time, before = at == before, at
                 if same_time and not dependent(h.what, y):
                     skipped += 1
@@ -512,11 +512,15 @@ class _Dependence:
         self.process_of = chooser.process_of
         self.recorded = chooser.recorded
         self.footprint = dict(zip(chooser.ran, chooser.footprints, strict=True))
-        #: action -> the virtual time it ran at
-        self.time_of = dict(zip(chooser.ran, chooser.times, strict=True))
-        self._ran, self._times, self._waited = chooser.ran, chooser.times, chooser.waited
+        #: action -> its position in the run (its time: ``_times`` at that position)
         self._index = {a: i for i, a in enumerate(chooser.ran)}
+        self._ran, self._times, self._waited = chooser.ran, chooser.times, chooser.waited
+        assert len(self._times) == len(self._ran)
         self._by_process: dict[str | None, dict[object, bool]] = {}
+
+    def time_of(self, action: Ident) -> float:
+        """The virtual time ``action`` ran at."""
+        return self._times[self._index[action]]
 
     def next_to(self, y: Ident, held: Ident) -> bool:
         """Whether the held action ran as the very next step after ``y``, at ``y``'s instant.
