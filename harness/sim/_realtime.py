@@ -55,7 +55,7 @@ from ._actors import MAIN_ACTOR, _Actor, _call_with_params, waiting_at
 from ._driver import run_trio
 from ._oracles import _Eventually, holds
 from ._outcome import Limits, RunOutcome, Violation
-from ._tasks import sleeping, task_name
+from ._tasks import awaits_own_tasks, sleeping, task_name
 from ._time import TICKS_PER_SECOND, TimerHandle, to_ns
 from ._world import World
 
@@ -337,7 +337,9 @@ class RealTime:
             await self._tick.park()
         live = [a for a in w._actors if not a.done]
         # (an operator's own task that waits at Trio level for ever, a daemon's loop, waits for work like an idle one)
-        outside = [a for a in live if not a.waiting and not (a.adopted and a.daemon)]
+        # (an actor that waits at its own task group's end for the tasks it started waits on them: they are actors)
+        outside = [a for a in live if not a.waiting and not (a.adopted and a.daemon)
+                   and not (a.task is not None and awaits_own_tasks(a.task))]
         blocked = [a for a in live if a.waiting and not (a.daemon and a.idle)]
         if outside:
             a = next((b for b in outside if b.name == MAIN_ACTOR), outside[0])

@@ -97,6 +97,17 @@ def blocked_outside(task: tl.Task) -> str | None:
     return f"{what[:-1]}: {str(args)[:120]}{f', pid {proc.pid}' if proc is not None else ''})"
 
 
+def awaits_own_tasks(task: tl.Task) -> bool:
+    """Whether a blocked task waits at the end of its own nursery or task group for the tasks it started.
+
+    Its wake-up comes from those tasks (each an actor of its own), not from
+    outside the world: its state is theirs. An operator's ``async with
+    anyio.create_task_group() as tg: tg.start_soon(...)`` spends its life there.
+    """
+    return bool(task.child_nurseries) and any(
+        f.f_code.co_name == "_nested_child_finished" for f in awaited_frames(task))
+
+
 def release_held(adopter: TaskAdopter | None) -> None:
     """The run is stopping: every task Trio woke and the world still holds off the run queue goes back on it.
 
