@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from ._apiserver import APIServer
+from ._busy import ProcessLoad
 from ._delivery import DEFAULT_MAX_LAG
 from ._http._tcp import loopback_kubeconfig
 from ._process import ControllerProcess
@@ -122,6 +123,7 @@ class ExternalOperator:
         self.stirred = False
         self._inflight = 0
         self._last = 0.0
+        self._load: ProcessLoad | None = None  # whether the running process computes (harness.kube._busy)
         self._requests_of_incarnation = 0
         self._killed: set[int] = set()  # pids the harness itself ended
         self._dir: Path | None = None
@@ -206,6 +208,7 @@ class ExternalOperator:
         log.close()
         self.popen = popen
         self.popens.append(popen)
+        self._load = ProcessLoad(popen.pid)
         self.exit_code = None
         self._requests_of_incarnation = 0
         self._activity(0)  # a new process is starting: the scheduler waits for its first request
@@ -239,8 +242,14 @@ class ExternalOperator:
         self.world._poke_outside()
 
     def quiet_for(self) -> float | None:
-        """Real seconds since the process last sent or was sent anything; None while a request is half read."""
-        return None if self._inflight else time.monotonic() - self._last
+        """Real seconds since the process last sent or was sent anything, or was seen computing (a thread running
+        or runnable, its CPU time grown: ``harness.kube._busy``); None while a request is half read."""
+        if self._inflight:
+            return None
+        now = time.monotonic()
+        if self._load is not None and not self._gone() and self._load.busy():
+            self._last = now
+        return now - self._last
 
     def quiet(self) -> float:
         """How long it must stay silent to count as waiting for the world: ``quiet``, or before its first request
