@@ -23,7 +23,9 @@ only has to cover what no counter shows: the process's own timers (kopf before
 What it reads is Linux's ``/proc`` (``proc(5)``: ``/proc/<pid>/task/<tid>/stat``
 for each thread's state and times, ``.../children`` for the process tree).
 Where there is none (macOS) or a process is gone, it says "not busy" and the
-wait is the traffic rule alone, as before.
+wait is the traffic rule alone, as before. A process that never stops
+computing (a thread that spins, a JIT compiling for seconds) costs the wait's
+``bound`` at each choice, as a process that never stops talking does.
 
 Rejected: the CPU time alone (ticks of 10 ms miss a short burst in progress,
 and a starved process gains none: it is runnable, not running); the state

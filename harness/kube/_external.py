@@ -13,11 +13,15 @@ served on a loopback port by the same TCP server and REST handler as
   event to it is a delivery held in its window like an informer's;
 * **quiescence between choices** (``harness.sim._outside``): after a step that
   answered the process or took a request from it, the scheduler waits on the
-  real clock until the process is quiet (nothing half sent and nothing new for
-  ``quiet`` seconds, at most ``bound``; before its first request, up to
-  ``startup``), so the requests it sends in reaction are all enabled before the
-  next choice: one plan gives one order of API events, as far as the process's
-  own threads allow. The world's time stays virtual;
+  real clock until the process is quiet (nothing half sent, nothing new for
+  ``quiet`` seconds, and not computing: no thread of its process tree running
+  or runnable, its CPU time not growing, ``harness.kube._busy``; at most
+  ``bound``; before its first request, up to ``startup``), so the requests it
+  sends in reaction are all enabled before the next choice: one plan gives one
+  order of API events, as far as the process's own threads allow. The look at
+  its CPU is what lets ``quiet`` be short: a process that imports for 0.6 s
+  before its next request, or waits for a core, is not mistaken for one that
+  waits for the world. The world's time stays virtual;
 * **a restart fault** (``crash_faults=True`` or ``--faults crash``): the
   ``ControllerProcess`` crash point before each of its requests kills the
   process (SIGKILL: it loses its memory, its connections close) and starts it
@@ -86,7 +90,8 @@ class ExternalOperator:
         """``argv`` runs the operator (``["./manager", "--leader-elect=false"]``); ``env`` adds to the
         harness's own environment (``KUBECONFIG`` is set for it), ``cwd`` is where it runs.
 
-        ``quiet``: real seconds without traffic after which the process counts as waiting for the world;
+        ``quiet``: real seconds without traffic and without computing after which the process counts as
+        waiting for the world (it must outlast the process's own timers between an event and its reaction);
         ``bound``: the longest wait at one choice; ``startup``: the longest wait for its first request.
         The crash settings are :class:`ControllerProcess`'s; ``max_lag``, ``latency`` and the watch fault
         flags are its watch connections' (as ``api.transport()``'s). ``namespaces``: create the namespaces every

@@ -185,16 +185,17 @@ KOPF_SEED = 2
 def test_kopf_subprocess_example_found_and_fixed_clean() -> None:
     """An unmodified kopf operator (``kopf run --standalone -n default``) as its own process: the search finds its
     duplicate (kopf's in-memory index of Secrets, fed by its own watch of them, trails the ConfigMap's watch:
-    ``@kopf.index`` is filled from the Secret watcher's stream, ``kopf/_core/reactor/observation.py``), writes the
-    run down as a plan that fails twice more, and the fix (a live LIST before the create) stays clean under that
+    ``@kopf.index`` is filled from the Secret watcher's stream, each event through ``index_resource`` of
+    ``kopf/_core/engines/indexing.py``, called by ``kopf/_core/reactor/processing.py``), writes the run down as a
+    plan that fails twice more, and the fix (a live LIST before the create) stays clean under that
     plan and a fresh search.
 
     Seven kopf runs of ~4.7 s each (kopf's imports, 1.2 s before its first request; its handler's first call,
-    0.6 s importing the client's models; then the 0.1 s quiet after each of ~25 steps that touched it): ~33 s
-    on one worker. Reproducible because the quiescence wait sees the process compute (``harness.kube._busy``):
-    the same seed finds at its first run and its plan fails again in every try (the figures are in the guide's
-    section "Any operator process"). A deterministic search reaches it too, later: ``exhaustive:1`` at its
-    39th run, ~200 s."""
+    0.6 s importing the client's models; then the 0.1 s quiet after each of ~24 steps that touched it): 29-35 s
+    on one worker, measured. Reproducible because the quiescence wait sees the process compute
+    (``harness.kube._busy``): in 20 of 20 tries, 10 of them beside two CPU-bound processes, the seed found the
+    race at its first run and its plan failed twice more. A deterministic search reaches it too, later:
+    ``exhaustive:1`` at its 39th run, ~200 s."""
     pytest.importorskip("kopf")
     from examples.external_operator import kopf_scenario
 
