@@ -20,8 +20,19 @@ only has to cover what no counter shows: the process's own timers (kopf before
 1.42 sleeps 0.1 s to batch an object's events; client-go's rate limiter waits
 5 ms and up) and the loopback's delivery of a reply to its thread.
 
-What it reads is Linux's ``/proc`` (``proc(5)``: ``/proc/<pid>/task/<tid>/stat``
-for each thread's state and times, ``.../children`` for the process tree).
+Why that is sound: between what the process was sent and the request it
+sends in reaction, each of its threads that has work is running, runnable or
+in I/O (the look sees it, or its ticks grow), or asleep on a timer (``quiet``
+covers timers shorter than itself), or blocked on a reply or an event from
+the world, which is the quiescence the wait is for. And the rule never ends
+a wait earlier than the traffic rule with the same ``quiet`` (a busy look only
+moves the last activity later): it can cost time, never a request the traffic
+rule would have waited for; what it buys is a ``quiet`` that need not cover the
+process's computing.
+
+What it reads is Linux's ``/proc`` (``proc(5)``: ``/proc/<pid>/stat`` for the
+CPU time of all a process's threads, the ended ones' too, ``/proc/<pid>/task/<tid>/stat``
+for each thread's state, ``.../children`` for the process tree).
 Where there is none (macOS) or a process is gone, it says "not busy" and the
 wait is the traffic rule alone, as before. A process that never stops
 computing (a thread that spins, a JIT compiling for seconds) costs the wait's
