@@ -13,11 +13,15 @@ served on a loopback port by the same TCP server and REST handler as
   event to it is a delivery held in its window like an informer's;
 * **quiescence between choices** (``harness.sim._outside``): after a step that
   answered the process or took a request from it, the scheduler waits on the
-  real clock until the process is quiet (nothing half sent and nothing new for
-  ``quiet`` seconds, at most ``bound``; before its first request, up to
-  ``startup``), so the requests it sends in reaction are all enabled before the
-  next choice: one plan gives one order of API events, as far as the process's
-  own threads allow. The world's time stays virtual;
+  real clock until the process is quiet (nothing half sent, nothing new for
+  ``quiet`` seconds, and not computing: no thread of its process tree running
+  or runnable, its CPU time not growing, ``harness.kube._busy``; at most
+  ``bound``; before its first request, up to ``startup``), so the requests it
+  sends in reaction are all enabled before the next choice: one plan gives one
+  order of API events, as far as the process's own threads allow. The look at
+  its CPU is what lets ``quiet`` be short: a process that imports for 0.6 s
+  before its next request, or waits for a core, is not mistaken for one that
+  waits for the world. The world's time stays virtual;
 * **a restart fault** (``crash_faults=True`` or ``--faults crash``): the
   ``ControllerProcess`` crash point before each of its requests kills the
   process (SIGKILL: it loses its memory, its connections close) and starts it
@@ -49,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from ._apiserver import APIServer
+from ._busy import ProcessLoad
 from ._delivery import DEFAULT_MAX_LAG
 from ._http._tcp import loopback_kubeconfig
 from ._process import ControllerProcess
@@ -85,7 +90,8 @@ class ExternalOperator:
         """``argv`` runs the operator (``["./manager", "--leader-elect=false"]``); ``env`` adds to the
         harness's own environment (``KUBECONFIG`` is set for it), ``cwd`` is where it runs.
 
-        ``quiet``: real seconds without traffic after which the process counts as waiting for the world;
+        ``quiet``: real seconds without traffic and without computing after which the process counts as
+        waiting for the world (it must outlast the process's own timers between an event and its reaction);
         ``bound``: the longest wait at one choice; ``startup``: the longest wait for its first request.
         The crash settings are :class:`ControllerProcess`'s; ``max_lag``, ``latency`` and the watch fault
         flags are its watch connections' (as ``api.transport()``'s). ``namespaces``: create the namespaces every
@@ -122,6 +128,7 @@ class ExternalOperator:
         self.stirred = False
         self._inflight = 0
         self._last = 0.0
+        self._load: ProcessLoad | None = None  # whether the running process computes (harness.kube._busy)
         self._requests_of_incarnation = 0
         self._killed: set[int] = set()  # pids the harness itself ended
         self._dir: Path | None = None
@@ -206,6 +213,7 @@ class ExternalOperator:
         log.close()
         self.popen = popen
         self.popens.append(popen)
+        self._load = ProcessLoad(popen.pid)
         self.exit_code = None
         self._requests_of_incarnation = 0
         self._activity(0)  # a new process is starting: the scheduler waits for its first request
@@ -239,8 +247,14 @@ class ExternalOperator:
         self.world._poke_outside()
 
     def quiet_for(self) -> float | None:
-        """Real seconds since the process last sent or was sent anything; None while a request is half read."""
-        return None if self._inflight else time.monotonic() - self._last
+        """Real seconds since the process last sent or was sent anything, or was seen computing (a thread running
+        or runnable, its CPU time grown: ``harness.kube._busy``); None while a request is half read."""
+        if self._inflight:
+            return None
+        now = time.monotonic()
+        if self._load is not None and not self._gone() and self._load.busy():
+            self._last = now
+        return now - self._last
 
     def quiet(self) -> float:
         """How long it must stay silent to count as waiting for the world: ``quiet``, or before its first request

@@ -10,7 +10,10 @@ choice the scheduler waits, on the real clock, until every stirred outside is
 *quiescent*: nothing in flight and nothing new for ``quiet`` seconds, within a
 bound. The requests it sent in the meantime are enabled actions like any
 other, so the choice that follows sees them all, and one plan gives one order
-of API events as far as the program's own scheduling allows.
+of API events as far as the program's own scheduling allows. What counts as
+new is the outside's to say (``quiet_for``): an OS process's also counts its
+computing, so a process busy on its CPU between two requests is not taken
+for one waiting for the world (``harness.kube._busy``).
 
 The world's time stays virtual: the outside's waits are real, the world's
 timers and windows are the search's. Layering: the runtime knows nothing of
