@@ -8,11 +8,13 @@ The states and times read are Linux's ``proc(5)``: ``/proc/<pid>/task/<tid>/stat
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import pytest
 
@@ -30,11 +32,15 @@ SLEEP = "import time; time.sleep(60)"
 
 @contextmanager
 def _process(argv: list[str]) -> Iterator[subprocess.Popen[bytes]]:
-    popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """``argv`` in a session of its own, ended with every process it started (a shell's child outlives the shell's
+    own SIGKILL: left running, a CPU loop burns a core for ever)."""
+    popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
     try:
         yield popen
     finally:
-        popen.kill()
+        with suppress(ProcessLookupError):
+            os.killpg(popen.pid, signal.SIGKILL)
         popen.wait()
 
 
