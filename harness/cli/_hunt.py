@@ -81,6 +81,14 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
     cluster = _check_cluster(args)
     names = list(args.targets) or list(_registered())
     if not names:
+        from ..explore import skipped_races
+
+        skipped = skipped_races()
+        if skipped:  # installed, but their modules fail to import: say which import, not "install the project"
+            raise UsageError(f"no races could be loaded: {skipped[0]}"
+                             + (f" (and {len(skipped) - 1} more entry points alike)" if len(skipped) > 1 else "")
+                             + ". Install what that import needs (pip install -e . installs every dependency of "
+                             "the project's own races), or name a scenario as path/to/file.py:function")
         raise UsageError(
             "no races are registered: install the project (pip install -e .) so the race_harness.races entry "
             "points are read, or name a scenario as package.module:function or path/to/file.py:function"

@@ -177,6 +177,7 @@ class ExternalOperator:
         world._nursery.start_soon(trio.serve_listeners, server.connection, [listener])
         world._add_outside(self)
         world.on_end(self._end)
+        world.on_end(self._never_reached)  # (before _end: called in reverse order, while its output is still there)
         if world.noting:
             # (no port, path or pid: a note is part of the trace, the same in every run)
             world.note(f"{self.name} runs as its own process against this apiserver (real clock between its "
@@ -291,6 +292,22 @@ class ExternalOperator:
         else:
             world._fail("actor-raised", self.name, f"{said} while the run went on: the operator crashed{tail}",
                         None)
+
+    def _never_reached(self) -> None:
+        """The run ended and no incarnation of the process sent a request: it never reached the API (it could not
+        connect, it waits on something else, it exited first), so the run says nothing of the operator: a model
+        error naming it and what it printed last, never clean and never found."""
+        if self.requests or not self.popens:
+            return
+        code = self.popens[-1].poll()
+        how = (f"it exited with code {code} before its first request" if code is not None and self.popens[-1].pid
+               not in self._killed else f"it ran {len(self.popens)} time(s) and sent nothing")
+        tail = self._output_tail(len(self.popens)) or "; it printed nothing"
+        self.world._not_a_result(
+            f"{self.name} never reached the API",
+            f"{self.name} ({' '.join(self.argv)}) made no request to the apiserver in this run: {how}, so the run says "
+            "nothing of the operator. Check that it reads the kubeconfig KUBECONFIG names and connects to its server "
+            f"(run it by hand against `python -m harness serve`){tail}")
 
     def _output_tail(self, n: int, lines: int = 12) -> str:
         if self._dir is None:

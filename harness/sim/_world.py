@@ -71,6 +71,7 @@ import trio.lowlevel as tl
 import trio.testing
 
 from ._actors import MAIN_ACTOR, _Actor, _call_with_params, waiting_at
+from ._asyncio import UNDER_WORLD
 from ._choice import Chooser, _Canonical
 from ._dispatch import _Dispatch
 from ._footprints import _Footprints
@@ -266,6 +267,7 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
                 self._release_logging()
                 self._run_on_end()
             return
+        UNDER_WORLD.set(self)  # (asyncio.run from an actor is refused: _asyncio.py)
         self._controller = tl.current_task()
         self._watch = arm(self._progress, self._running)
         adopter = self._adopter = TaskAdopter(self) if self._adopt_tasks else None

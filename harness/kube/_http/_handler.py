@@ -8,6 +8,7 @@ the simulated apiserver's public verbs, following ``k8s.io/apiserver/pkg/endpoin
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -90,6 +91,9 @@ class APIHandler:
         #: a namespace controller runs beside this apiserver (``serve``): served Namespaces get the ``kubernetes``
         #: finalizer and their DELETE marks them Terminating (``_namespaces.py``); a model's handler has none
         self.namespace_lifecycle = False
+        #: requests by client name: an operator that made none in a run never reached the API, and its run is no
+        #: result (``harness.kube._operator``)
+        self.requests: Counter[str] = Counter()
 
     # ----------------------------------------------------------------- resources
     def resources(self) -> list[Resource]:
@@ -129,6 +133,7 @@ class APIHandler:
 
         ``client`` names the caller's watch streams ("<client>/watch/<Kind>"); ``options`` are their lag window
         and fault flags."""
+        self.requests[client] += 1
         url = urlsplit(target)
         query = dict(parse_qsl(url.query, keep_blank_values=True))
         if url.path.startswith("/openapi/"):
