@@ -290,8 +290,8 @@ class ExternalOperator:
                         f"{said} before it sent the apiserver a request: its command or environment is wrong, "
                         f"not the operator{tail}", None)
         else:
-            world._fail("actor-raised", self.name, f"{said} while the run went on: the operator crashed{tail}",
-                        None)
+            world._fail("crashed", f"exit {code} of {self.name}",
+                        f"the operator crashed: {said} while the run went on{tail}", None)
 
     def _never_reached(self) -> None:
         """The run ended and no incarnation of the process sent a request: it never reached the API (it could not

@@ -40,8 +40,9 @@ from typing import Any
 import trio
 
 from harness.sim import WorldLoop
+from harness.sim._misuse import ending, misuse, model_line
 
-from .._errors import UsageError
+from .._errors import HarnessError, UsageError
 from ._apiserver import APIServer
 from ._errors import ProcessCrashed
 from ._http._aio import ClusterNetwork
@@ -180,6 +181,23 @@ class Operator:
         result: Awaitable[object] = fn(*args)
         return result
 
+    def _is_crash(self, err: BaseException) -> bool:
+        """Whether ``err`` ending ``main`` is the operator's own crash: an exception of its code or its libraries, not
+        the harness misused (a model error at its line), an assertion (an oracle), a cancellation or an interrupt."""
+        return (isinstance(err, Exception) and not isinstance(err, AssertionError | HarnessError)
+                and misuse(err, self.name) is None)
+
+    def _crashed_by(self, err: Exception) -> None:
+        """``main`` ended on an unhandled exception: the operator crashed, as its process would (on a cluster its pod
+        restarts), a finding about the operator (never "fix the model"), named at its innermost frame of the
+        operator's own code; the harness's frames and the libraries' are left out."""
+        at = model_line(err) or "a frame of its libraries"
+        text = str(err).strip().splitlines()[0][:300] if str(err).strip() else ""
+        self.world._fail("crashed", f"{type(err).__name__} in {self.name}",
+                         f"the operator crashed: {type(err).__name__} at {at}{f': {text}' if text else ''}; "
+                         f"{self.name}'s main ended on an exception it did not handle, as its process would end (on "
+                         "a cluster: a restart, then CrashLoopBackOff)", self.world._current)
+
     def _never_reached(self) -> None:
         """The run ended and the operator sent the apiserver nothing: whatever the run says, it says nothing of the
         operator (its client reached another server or none, it waited on something the world never gives, it
@@ -236,8 +254,17 @@ class Operator:
                     await loop.run(self.main(*self.args))
                 else:
                     await self.main(*self.args)
-            except* ProcessCrashed:
-                crashed = True
+            except BaseException as exc:
+                err = ending(exc)
+                if isinstance(err, ProcessCrashed):
+                    crashed = True
+                elif not self._is_crash(err):
+                    raise  # a cancellation, an interrupt, an assertion, the harness misused: not the operator's crash
+                else:
+                    assert isinstance(err, Exception)
+                    self._crashed_by(err)
+                    self.ended = "crashed"
+                    return
         if crashed or scope.cancelled_caught:
             self.ended = "crashed"
             return

@@ -76,6 +76,8 @@ def why_sentence(cx: Any) -> str:
         broke = f"'{v.name}' broke"
     elif v.kind == "actor-raised":
         broke = f"{v.actor or 'an actor'} raised ({v.name})"
+    elif v.kind == "crashed":
+        broke = v.message.split(";", 1)[0]  # "the operator crashed: ReadError at operator.py:98 in watch (...)"
     else:
         broke = f"the run ended in a {VERDICTS.get(v.kind, v.kind)} ({v.name})"
     plan = getattr(cx, "plan", None)

@@ -144,8 +144,9 @@ def test_external_operator_exit_is_named() -> None:
              "urllib.request.urlopen(c['clusters'][0]['cluster']['server'] + '/api/v1/namespaces/default/configmaps')"
              ".read(); print('giving up'); sys.exit(4)")
     late = _exits([sys.executable, "-c", talks]).violation
-    assert late is not None and late.kind == "actor-raised", late
-    assert "exited with code 4 while the run went on: the operator crashed" in late.message
+    assert late is not None and late.kind == "crashed", late
+    assert late.message.startswith("the operator crashed: op (") and "exited with code 4 while the run went on" in \
+        late.message
     assert "giving up" in late.message
 
 

@@ -254,3 +254,30 @@ def test_operator_module_that_lacks_its_entry_is_named(tmp_path: Path) -> None:
     out = run_once(scenario, _Canonical())
     assert out.violation is not None and out.violation.kind == "misuse", out.violation
     assert "main in" in out.violation.message and "is not async" in out.violation.message, out.violation.message
+
+
+def test_operator_crash_is_a_finding_at_the_users_frame() -> None:
+    """An exception that ends an operator as written is a finding, "the operator crashed", named at the innermost
+    frame of the operator's own code (its watch loop), never a model error and never "fix the model", even when
+    both variants crash alike (an operator's crash is about the operator, whatever the race's fix)."""
+    pytest.importorskip("lightkube")
+    from tests.kube.crash_ops import watch_operator
+
+    @h.scenario
+    async def scenario(world: h.World, *, fixed: bool = False) -> None:
+        api = APIServer(world)
+        Operator(api, "cm-operator", watch_operator.main, fixed).start()
+        await world.sleep(1.0, "the operator starts")
+        await api.create(KubeObject("ConfigMap", "default", "poison"))
+        await world.sleep(5.0, "the user waits")
+
+    for fixed in (False, True):
+        result = h.explore(scenario, strategy="random", budget=3, seed=0, fixed=fixed)
+        assert result.verdict == "found", result.outcome
+        cx = result.counterexample
+        assert cx is not None and cx.violation.kind == "crashed", cx.violation
+        message = cx.violation.message
+        assert message.startswith("the operator crashed: ValueError at watch_operator.py:"), message
+        assert "in watch_configmaps (raise ValueError(" in message and "cannot parse poison" in message, message
+        assert "_watch.py" not in message and "fix the model" not in message.lower(), message
+        assert "model error" not in result.outcome, result.outcome
