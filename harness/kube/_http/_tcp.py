@@ -128,10 +128,14 @@ class TCPServer:
                 self._stir(-1)
 
     async def _read(self, conn: Any, stream: trio.SocketStream, reading: bool) -> tuple[Any, bytes]:
+        """One request and its body. A body is read to its end (the connection stays in step) but kept only up to
+        one byte over the handler's limit: enough for its 413 (``_limits.py``), never a client's gigabytes."""
         import h11
 
+        from ._limits import MAX_REQUEST_BODY_BYTES
+
         request = None
-        body = b""
+        body = bytearray()
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
@@ -145,9 +149,9 @@ class TCPServer:
             elif isinstance(event, h11.Request):
                 request = event
             elif isinstance(event, h11.Data):
-                body += event.data
+                body += event.data[:MAX_REQUEST_BODY_BYTES + 1 - len(body)]
             elif isinstance(event, h11.EndOfMessage):
-                return request, body
+                return request, bytes(body)
             elif isinstance(event, h11.ConnectionClosed):
                 return None, b""
 
