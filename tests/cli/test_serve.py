@@ -207,3 +207,90 @@ spec:
     metadata: {labels: {app: web}}
     spec: {containers: [{name: c, image: nginx}]}
 """
+
+
+def _serve_fails(tmp_path: Path, *argv: str) -> str:
+    """``python -m harness serve ARGV`` that must refuse to start: exit 2 and one line on stderr, no traceback,
+    nothing on stdout (it never served); that line."""
+    done = subprocess.run([sys.executable, "-m", "harness", "serve", *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert done.stdout == "" and "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("python -m harness serve: error: "), done.stderr
+    return lines[0]
+
+
+def test_serve_usage_errors_exit_2(tmp_path: Path) -> None:
+    """Issue 59: a port already in use was an actor's OSError ("Fix the model", exit 1) and `--seconds -5` a
+    26-line exception group; each is a usage error: exit 2, one line saying what to do. The port is bound before
+    the world starts (no window between a check and the bind)."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        line = _serve_fails(tmp_path, "--port", str(port), "--kubeconfig", str(tmp_path / "kc"), "--seconds", "5")
+    assert f"port {port} on 127.0.0.1 is in use" in line and "another --port, or --port 0" in line, line
+    assert not (tmp_path / "kc").exists()
+    for seconds in ("-5", "0", "nan", "inf"):
+        line = _serve_fails(tmp_path, "--kubeconfig", str(tmp_path / "kc"), "--seconds", seconds)
+        assert f"--seconds {seconds}:" in line and "leave --seconds out to serve until Ctrl-C" in line, line
+
+
+def test_serve_refuses_to_overwrite_a_kubeconfig(tmp_path: Path) -> None:
+    """Issue 59: `serve --kubeconfig FILE` writes over a file only if the harness wrote it (its first line is the
+    harness's marker, or it is exactly what an unmarked earlier `serve` wrote) or it is empty; any other file, such
+    as the user's own kubeconfig, is refused with exit 2 and left as it was."""
+    from harness.kube._http._tcp import _LOOPBACK_KUBECONFIG, KUBECONFIG_MARKER
+
+    mine = tmp_path / "config"
+    original = "apiVersion: v1\nkind: Config\nclusters: []\n# the user's own\n"
+    mine.write_text(original)
+    line = _serve_fails(tmp_path, "--kubeconfig", str(mine), "--seconds", "5")
+    assert f"--kubeconfig {mine} exists and was not written by the harness" in line, line
+    assert "pass another --kubeconfig path, or delete the file" in line, line
+    assert mine.read_text() == original
+    _serve_fails(tmp_path, "--kubeconfig", str(tmp_path), "--seconds", "5")  # a directory
+
+    earlier = tmp_path / "earlier"  # what serve wrote before its files carried the marker
+    earlier.write_text(_LOOPBACK_KUBECONFIG.format(port=41234))
+    empty = tmp_path / "empty"  # mktemp's
+    empty.touch()
+    for path in (earlier, empty, earlier):  # the second time over earlier: a marked file, as a first serve wrote it
+        server = subprocess.run([sys.executable, "-m", "harness", "serve", "--kubeconfig", str(path), "--seconds",
+                                 "0.5"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert server.returncode == 0 and server.stderr == "", server.stderr
+        assert "serving the Kubernetes API on http://127.0.0.1:" in server.stdout
+        written = path.read_text()
+        assert written.startswith(KUBECONFIG_MARKER + "\n") and "41234" not in written, written
+
+
+def test_serve_refuses_a_body_over_the_limit_and_keeps_the_connection(tmp_path: Path) -> None:
+    """Issue 59 over TCP: a 10 MB body is read to its end but kept only up to the limit, answered 413
+    RequestEntityTooLarge (the handler's, tests/kube/test_served_api.py), and the connection stays usable."""
+    import http.client
+    import re
+
+    server = subprocess.Popen([sys.executable, "-m", "harness", "serve", "--kubeconfig", str(tmp_path / "kc"),
+                               "--seconds", "120"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        m = re.search(r"http://127\.0\.0\.1:(\d+)", server.stdout.readline())
+        assert m is not None
+        conn = http.client.HTTPConnection("127.0.0.1", int(m[1]), timeout=60)
+        big = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
+                          "data": {"k": "x" * 10_000_000}})
+        answers = []
+        for body in (big, json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "small"}})):
+            conn.request("POST", "/api/v1/namespaces/default/configmaps", body=body,
+                         headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            answers.append((resp.status, json.loads(resp.read())))
+        conn.close()
+        assert answers[0][0] == 413 and answers[0][1]["reason"] == "RequestEntityTooLarge", answers[0]
+        assert answers[1][0] == 201 and answers[1][1]["metadata"]["name"] == "small", answers[1]
+    finally:
+        server.terminate()
+        server.communicate(timeout=60)

@@ -32,6 +32,7 @@ from ._codec import (
     _parse,
 )
 from ._dryrun import DRY_RUN_ALL, DryRun
+from ._limits import check_body_size, check_data_size, query_int
 from ._names import validate_name
 from ._openapi import document as openapi_document
 from ._patches import json_merge_patch, json_patch, strategic_merge_patch
@@ -161,6 +162,8 @@ class APIHandler:
         if p.subresource and not (p.subresource == "status" and res.status) and p.subresource != "scale":
             raise NotFound("the server could not find the requested resource")
         q = p.query
+        if method in ("POST", "PUT", "PATCH", "DELETE"):
+            check_body_size(body)  # limitedReadBody's 413, before the body is read as anything (_limits.py)
         if method in ("POST", "PUT", "DELETE") and body.strip():
             expected = "DeleteOptions" if method == "DELETE" else "Scale" if p.subresource == "scale" else res.kind
             body = _json_body(headers, body, res, expected)
@@ -197,7 +200,7 @@ class APIHandler:
             ctype = headers.get("content-type", "").split(";")[0].strip()
             return await self._patch(res, p, ns, ctype, body)
         if method == "DELETE":
-            return await self._delete(res, p, ns, _parse(body) if body.strip() else {})
+            return await self._delete(res, p, ns, _parse(body) if body.strip() else None)
         raise MethodNotSupported(f"the server does not allow this method on the requested resource ({method})")
 
     def _review(self, method: str, res: Resource, p: _Path, body: bytes) -> Reply:
@@ -281,7 +284,8 @@ class APIHandler:
         q = p.query
         labels = parse_label_selector(q.get("labelSelector", ""))
         fields = parse_field_selector(q.get("fieldSelector", ""), res.kind)
-        limit = int(q["limit"]) if q.get("limit", "").isdigit() else 0
+        query_int(q, "timeoutSeconds")  # read by ListOptions for a list too: a value Go cannot parse is a 400
+        limit = max(query_int(q, "limit") or 0, 0)  # 0 or below: no limit
         rv, match = q.get("resourceVersion", ""), q.get("resourceVersionMatch", "")
         if rv and not rv.isdigit():
             raise BadRequest(f'invalid resource version "{rv}"')
@@ -443,7 +447,12 @@ class APIHandler:
         ``delete.go`` answers Accepted. Once gone: the object where the kind's
         registry sets ``ReturnDeletedObject`` (:data:`RETURNS_DELETED_OBJECT`),
         else a Success Status naming it (``store.go`` ``finalizeDelete``).
+
+        ``doc`` is None when the request has no body: then the query is the DeleteOptions, and an integer there Go
+        cannot parse is a 400 (``delete.go`` decodes the query only then).
         """
+        sent = doc is not None
+        doc = doc if sent else {}
         if not isinstance(doc, dict):
             raise BadRequest("DeleteOptions must be a JSON object")
         q = p.query
@@ -456,7 +465,16 @@ class APIHandler:
         orphan = doc.get("orphanDependents", q.get("orphanDependents"))
         if policy is None and orphan is not None:
             policy = "Orphan" if orphan in (True, "true") else "Background"
-        grace = doc.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
+        grace = doc.get("gracePeriodSeconds")
+        if grace is None:
+            try:
+                grace = query_int(q, "gracePeriodSeconds")
+            except BadRequest:
+                if not sent:
+                    raise
+        elif not isinstance(grace, int) or isinstance(grace, bool):  # the JSON decoder's 400
+            raise BadRequest(f"json: cannot unmarshal {_json_type(grace)} into Go struct field "
+                             "DeleteOptions.gracePeriodSeconds of type int64")
         if policy not in (None, "Background", "Foreground", "Orphan"):
             raise Invalid(f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
                           f'"{policy}": supported values: "Foreground", "Background", "Orphan", "nil"')
@@ -465,7 +483,7 @@ class APIHandler:
             dry = [q["dryRun"]]
         dry_run = _dry_run(dry, "DeleteOptions")
         options: dict[str, Any] = {"uid": uid, "resource_version": None if rv is None else int(rv),
-                                   "propagation": policy, "grace_period_seconds": None if grace is None else int(grace)}
+                                   "propagation": policy, "grace_period_seconds": grace}
         if dry_run:
             out, still_there = DryRun(self.api).delete(res.kind, ns, p.name, **options)
         else:
@@ -486,8 +504,9 @@ class APIHandler:
     def _conform(self, res: Resource, doc: Any, p: _Path) -> Any:
         """A custom resource's body pruned, defaulted and validated by its CRD version's structural schema
         (``_schema.py``; ``fieldValidation=Strict`` makes a pruned field a 400); a built-in's body, or one whose
-        CRD version has no schema, as it came."""
+        CRD version has no schema, as it came (a ConfigMap's or a Secret's data checked for its size first)."""
         if res.builtin or not isinstance(doc, dict):
+            check_data_size(res.kind, doc)  # ValidateConfigMap's and ValidateSecret's 1 MiB (_limits.py)
             return doc
         crd = self.api._store.get(CRD_KIND, {}).get(f"{res.plural}.{res.group}")
         schema = version_schema(crd.spec, res.version) if crd is not None else None
@@ -502,11 +521,12 @@ class APIHandler:
         rv = q.get("resourceVersion", "")
         if rv and not rv.isdigit():
             raise BadRequest(f'invalid resource version "{rv}"')
-        timeout = q.get("timeoutSeconds", "")
+        timeout = query_int(q, "timeoutSeconds")  # ListOptions' integers: a value Go cannot parse is a 400
+        query_int(q, "limit")
         namespace = p.namespace if res.namespaced and p.namespace else None
         stream = _Watch(self, res, client, options, namespace, labels, fields,
                         bookmarks=_query_bool(q, "allowWatchBookmarks"),
-                        timeout=float(timeout) if timeout.isdigit() else None)
+                        timeout=float(timeout) if timeout is not None and timeout >= 0 else None)
         await stream.open(rv)
         return Reply(200, watch=stream)
 
@@ -521,6 +541,17 @@ def _dry_run(value: str | list[Any] | None, options_kind: str) -> bool:
     shown = ", ".join(f'"{v}"' for v in values)
     raise Invalid(f'{options_kind}.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{{{shown}}}: '
                   f'supported values: "{DRY_RUN_ALL}"')
+
+
+def _json_type(value: Any) -> str:
+    """How ``encoding/json``'s ``UnmarshalTypeError`` names a JSON value of the wrong type."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return f"number {value}"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
 
 
 def _query_bool(query: dict[str, str], key: str) -> bool:

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from ._watch import WatchOptions
 
 
+#: The first line of every kubeconfig the harness writes for a loopback port: how ``serve`` knows a file at its
+#: ``--kubeconfig`` path is its own to overwrite (it refuses any other; see :func:`written_by_harness`).
+KUBECONFIG_MARKER = "# written by race-harness for the apiserver it serves; `python -m harness serve` rewrites it"
+
 _LOOPBACK_KUBECONFIG = """apiVersion: v1
 kind: Config
 clusters:
@@ -43,8 +47,24 @@ current-context: race-harness
 
 
 def loopback_kubeconfig(port: int) -> str:
-    """The kubeconfig of an apiserver served on ``127.0.0.1:port`` (``serve``, an external operator's)."""
-    return _LOOPBACK_KUBECONFIG.format(port=port)
+    """The kubeconfig of an apiserver served on ``127.0.0.1:port`` (``serve``, an external operator's), its first
+    line the :data:`KUBECONFIG_MARKER`."""
+    return f"{KUBECONFIG_MARKER}\n" + _LOOPBACK_KUBECONFIG.format(port=port)
+
+
+def written_by_harness(text: str) -> bool:
+    """Whether ``text``, a kubeconfig file's content, is one the harness wrote: it starts with the
+    :data:`KUBECONFIG_MARKER`, or it is exactly what ``serve`` wrote before it marked its files (the same document
+    without that line, for some port). A marker, not a guess from the content (a local cluster's kubeconfig can
+    look like this one); a file whose first line is not the marker is the user's, even one that began as the
+    harness's and was rewritten since (``kubectl config`` drops comments)."""
+    if text.startswith(KUBECONFIG_MARKER):
+        return True
+    head, _, tail = _LOOPBACK_KUBECONFIG.format(port="\0").partition("\0")
+    if not (text.startswith(head) and text.endswith(tail)) or len(text) < len(head) + len(tail):
+        return False
+    port = text[len(head):len(text) - len(tail)]
+    return port.isascii() and port.isdigit() and len(port) <= 5
 
 
 class TCPServer:
@@ -128,10 +148,14 @@ class TCPServer:
                 self._stir(-1)
 
     async def _read(self, conn: Any, stream: trio.SocketStream, reading: bool) -> tuple[Any, bytes]:
+        """One request and its body. A body is read to its end (the connection stays in step) but kept only up to
+        one byte over the handler's limit: enough for its 413 (``_limits.py``), never a client's gigabytes."""
         import h11
 
+        from ._limits import MAX_REQUEST_BODY_BYTES
+
         request = None
-        body = b""
+        body = bytearray()
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
@@ -145,9 +169,9 @@ class TCPServer:
             elif isinstance(event, h11.Request):
                 request = event
             elif isinstance(event, h11.Data):
-                body += event.data
+                body += event.data[:MAX_REQUEST_BODY_BYTES + 1 - len(body)]
             elif isinstance(event, h11.EndOfMessage):
-                return request, body
+                return request, bytes(body)
             elif isinstance(event, h11.ConnectionClosed):
                 return None, b""
 
