@@ -68,6 +68,9 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
     from ..explore import Budget
 
     budget = Budget.parse(args.budget) if args.budget is not None else None
+    if getattr(args, "proof_budget", 5000) < 1:
+        raise UsageError(f"--proof-budget {args.proof_budget}: give the runs the minimality proof may take for each "
+                         "entry, 1 or more (default 5000)")
     if getattr(args, "yield_timeout", None) is not None:
         _set_yield_timeout(args.yield_timeout)
     if args.strategy is not None:
@@ -220,6 +223,7 @@ def _hunt_one(
                 seed=args.seed,
                 progress=hook,
                 level_progress=live.levels if live is not None else None,
+                proof_budget=getattr(args, "proof_budget", 5000),
                 faults=_faults_for(args, t) if getattr(args, "plan_entries", None) is None or args.faults else "all",
                 shard_runner=shard_runner,
                 **t.params_by_variant[variant],
