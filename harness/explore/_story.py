@@ -95,6 +95,9 @@ class Story:
     #: for each of ``entries``, the index of its entry in the counterexample's plan (the plan's order is the
     #: search's, the story's is the run's: a page that pairs a line with its plan entry's steps needs both)
     entry_plan: tuple[int, ...] = ()
+    #: the harm, in words: the write of a controller that the violated oracle read last, the reads that decided it
+    #: and where each read's value came from (None: the oracle read no controller's write the run recorded)
+    harm: str | None = None
 
     def __str__(self) -> str:
         return "\n".join(self.lines)
@@ -376,8 +379,51 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
     objects = _objects(oracle, chosen, sl)
     lines = [title, *head, *body, *tail]
     entries = tuple(h for h in head if not h.startswith("... "))
+    harm = _harm(sl, rec_of, next((w for w, _a in reversed(sl.edges.get(_ORACLE, ())) if w in rec_of), None))
     return Story(tuple(lines), frozenset(chosen), frozenset(causal), verdict, trace.noted, entries, objects,
-                 tuple(i for _, i in ordered[:len(entries)]))
+                 tuple(i for _, i in ordered[:len(entries)]), harm)
+
+
+def _harm(sl: _Slice, rec_of: dict[int, Record], wrote: int | None, most: int = 3) -> str | None:
+    """"app-operator's 'update Tenant default/acme status' at #45 (t=3.100) wrote what the oracle read, on its reads
+    of Secret default/acme-credentials (as #12, main's 'create Secret default/acme-credentials', left it)": the
+    controller's action that broke the oracle, and the reads its decision rested on, each with the write it saw.
+
+    The harm is an operator's or a controller's write, never the scenario's own (a user's write the oracle reads is
+    the premise, not the harm): the last write the oracle read from, else none."""
+    if wrote is None or wrote not in rec_of:
+        return None
+    r = rec_of[wrote]
+    if r.actor == "main":
+        return None
+    # the reads that decided it: its own, and those of the decision it continues (a reconcile's earlier GETs)
+    reads: list[tuple[int, Access]] = []
+    step: int | None = wrote
+    seen: set[int] = set()
+    while step is not None and step not in seen:
+        seen.add(step)
+        reads.extend((w, a) for w, a in sl.edges.get(step, ()) if w != wrote)
+        step = sl.decided_by.get(step)
+    said: list[str] = []
+    for w, a in sorted(reads, key=lambda t: -t[0]):
+        src = rec_of.get(w)
+        if src is None or a.said == "woken" or a.resource.startswith("wake"):
+            continue  # (being woken is how it came to run, not what it decided on)
+        what = "its memory" if a.resource.startswith("memory") else a.resource
+        if any(s.startswith(what + " ") for s in said):
+            continue
+        who = "the scenario" if src.actor == "main" else src.actor
+        said.append(f"{what} as #{w} ({who}: {_words(src.actor, src.label)}) left it")
+        if len(said) == most:
+            break
+    on = f", on its read{'s' if len(said) > 1 else ''} of " + "; ".join(said) if said else ""
+    return f"{r.actor}'s '{_words(r.actor, r.label)}' at #{r.step} (t={r.time:.3f}) wrote what the oracle read{on}"
+
+
+def _words(actor: str, label: str) -> str:
+    """A step's label without its actor's name in front."""
+    return label[len(actor) + 1:].strip() if label.startswith(actor + " ") or label.startswith(actor + ":") \
+        else label
 
 
 def _checked_later(v: Violation) -> bool:
