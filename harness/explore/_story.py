@@ -370,7 +370,35 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
     last_read = next((w for w, _a in reversed(sl.edges.get(_ORACLE, ())) if w in lines_of), None)
     if last_read is not None and room:
         repeats.discard(last_read)
-    rank = sorted((s for s in lines_of if s not in repeats), key=lambda s: (s != last_read, -scores[s], -s))
+    # what the harm depends on across actors is never "less telling": the user's writes a controller's deciding read
+    # read (a delete and a re-create that make a by-name write wrong), ranked right after the write the oracle read
+    needed = {w for reader, edges in sl.edges.items() if reader != _ORACLE and rec_of.get(reader) is not None
+              and rec_of[reader].actor != "main" for w, a in edges
+              if w in lines_of and rec_of[w].actor == "main" and not a.resource.startswith(("memory", "wake"))}
+    # and the harmful actor's own reads of what the oracle judges (the value its write adopted: a stale pairing)
+    judged = {a.resource for a in oracle if not a.resource.endswith(" *")}
+    harm_step = max((w for w, _a in sl.edges.get(_ORACLE, ()) if w in rec_of), default=None)  # the last to change it
+    harmer = rec_of[harm_step].actor if harm_step is not None else None
+    if harm_step is not None and harm_step in lines_of:
+        needed.add(harm_step)
+    unread = set(judged)  # its last read of each (the value its write adopted), not every read before it
+    for r in reversed(records) if harmer not in (None, "main") else ():
+        if not unread:
+            break
+        if r.step >= (harm_step or 0) or r.actor != harmer or r.step in told:
+            continue
+        got = {a.resource for a in sl.fps.get(r.step, ()) if not a.write and a.decides} & unread
+        if got:
+            unread -= got
+            line = lines_of.get(r.step) or _line(r, sl, by_step.get(r.step, ()), r.step in keep)
+            if line is not None:
+                causal.add(r.step)
+                lines_of[r.step] = line
+                scores.setdefault(r.step, _score(r.step, sl, by_step.get(r.step, ()), keep))
+                needed.add(r.step)
+    repeats -= needed
+    rank = sorted((s for s in lines_of if s not in repeats),
+                  key=lambda s: (s != last_read, s not in needed, -scores[s], -s))
     chosen = set(rank[:room])
     body = [_cut(lines_of[s]) for s in sorted(causal) if s in chosen]  # in the order it happened
     quiet = len(causal) - len(lines_of) - len(causal & told)  # kept, but nothing to say: a response, a wait
@@ -379,7 +407,7 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
     objects = _objects(oracle, chosen, sl)
     lines = [title, *head, *body, *tail]
     entries = tuple(h for h in head if not h.startswith("... "))
-    harm = _harm(sl, rec_of, next((w for w, _a in reversed(sl.edges.get(_ORACLE, ())) if w in rec_of), None))
+    harm = _harm(sl, rec_of, harm_step)
     return Story(tuple(lines), frozenset(chosen), frozenset(causal), verdict, trace.noted, entries, objects,
                  tuple(i for _, i in ordered[:len(entries)]), harm)
 
@@ -475,6 +503,8 @@ def _score(step: int, sl: _Slice, notes: Sequence[Note], keep: set[int]) -> floa
     for n in notes:
         if not _telling(n):
             continue
+        if n.kind == "log" and n.field("level") in ("ERROR", "CRITICAL", "WARNING"):
+            score += 8 if n.field("level") != "WARNING" else 5  # the operator said what went wrong, in its words
         score += 0.5 * max(_TELLING.get(n.kind, 1), _TELLING_OPS.get(str(n.field("op")), 0))
         if n.kind == "write" and n.field("code"):
             score += 3
