@@ -3,9 +3,10 @@
 Each HTTP request is handled by an actor of the world (``http/<n>``), so its
 apiserver calls are yield points as anywhere else; a watch keeps its actor
 until either end closes. The sockets and h11 (the HTTP/1.1 state machine httpx
-itself builds on) live in ordinary Trio tasks beside the world. What listens
-where, and the command that runs it, are ``python -m harness serve``'s
-(``harness/cli/_serve.py``).
+itself builds on) live in ordinary Trio tasks beside the world. The stream
+is TLS's by default (``_tls.py``: the listeners are wrapped, HTTP/1.1 runs
+inside); what listens where, and the command that runs it, are ``python -m
+harness serve``'s (``harness/cli/_serve.py``) and ``ExternalOperator``'s.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ kind: Config
 clusters:
 - name: race-harness
   cluster:
-    server: http://127.0.0.1:{port}
+    server: {scheme}://127.0.0.1:{port}{ca}
 users:
 - name: race-harness
-  user: {{}}
+  user:
+    token: race-harness
 contexts:
 - name: race-harness
   context:
@@ -42,9 +44,17 @@ current-context: race-harness
 """
 
 
-def loopback_kubeconfig(port: int) -> str:
-    """The kubeconfig of an apiserver served on ``127.0.0.1:port`` (``serve``, an external operator's)."""
-    return _LOOPBACK_KUBECONFIG.format(port=port)
+def loopback_kubeconfig(port: int, ca_data: str | None = None) -> str:
+    """The kubeconfig of an apiserver served on ``127.0.0.1:port`` (``serve``, an external operator's): over HTTPS
+    trusting ``ca_data`` (``certificate-authority-data``, the base64 of the CA's PEM: ``_tls.ServingCert.ca_data``),
+    or plain HTTP without it.
+
+    Its user has a token, which the server never reads (it serves without authentication): with a TLS server and
+    no credentials, client-go's kubeconfig loader prompts for a username and password (kubectl's "Please enter
+    Username", ``getUserIdentificationPartialConfig`` in ``tools/clientcmd/client_config.go``)."""
+    if ca_data is None:
+        return _LOOPBACK_KUBECONFIG.format(scheme="http", port=port, ca="")
+    return _LOOPBACK_KUBECONFIG.format(scheme="https", port=port, ca=f"\n    certificate-authority-data: {ca_data}")
 
 
 class TCPServer:
@@ -73,12 +83,17 @@ class TCPServer:
         if self._activity is not None:
             self._activity(delta)
 
-    async def connection(self, stream: trio.SocketStream) -> None:
+    async def connection(self, stream: trio.abc.Stream) -> None:
         import h11
         import trio
 
         conn = h11.Connection(h11.SERVER)
         try:
+            if isinstance(stream, trio.SSLStream):
+                # the handshake's bytes are traffic too (a process at its handshake is not waiting for the world);
+                # a client that does not trust the CA, or speaks plain HTTP to the port, ends here
+                await stream.do_handshake()
+                self._stir(0)
             while True:
                 request, body = await self._read_request(conn, stream)
                 if request is None:
@@ -119,7 +134,7 @@ class TCPServer:
                 scope.shield = True
                 await stream.aclose()
 
-    async def _read_request(self, conn: Any, stream: trio.SocketStream) -> tuple[Any, bytes]:
+    async def _read_request(self, conn: Any, stream: trio.abc.Stream) -> tuple[Any, bytes]:
         reading = False
         try:
             return await self._read(conn, stream, reading)
@@ -127,7 +142,7 @@ class TCPServer:
             if self._reading.pop(id(stream), False):
                 self._stir(-1)
 
-    async def _read(self, conn: Any, stream: trio.SocketStream, reading: bool) -> tuple[Any, bytes]:
+    async def _read(self, conn: Any, stream: trio.abc.Stream, reading: bool) -> tuple[Any, bytes]:
         import h11
 
         request = None
@@ -151,7 +166,7 @@ class TCPServer:
             elif isinstance(event, h11.ConnectionClosed):
                 return None, b""
 
-    async def _stream_watch(self, conn: Any, stream: trio.SocketStream, watch: Any, receive: Any) -> None:
+    async def _stream_watch(self, conn: Any, stream: trio.abc.Stream, watch: Any, receive: Any) -> None:
         import h11
         import trio
 
@@ -197,7 +212,7 @@ class TCPServer:
             send.send_nowait(None)
 
 
-async def _send(stream: trio.SocketStream, conn: Any, event: Any) -> None:
+async def _send(stream: trio.abc.Stream, conn: Any, event: Any) -> None:
     data = conn.send(event)
     if data:
         await stream.send_all(data)
