@@ -172,7 +172,7 @@ class ExternalOperator:
         world = self.world
         if world._nursery is None:
             raise RuntimeError("ExternalOperator.start() is only available while the world runs (in the scenario)")
-        # (made once per harness process and reused by every run: the first costs ~70 ms, each later one nothing)
+        # (made once per harness process and reused by every run: the first costs its imports, the later nothing)
         cert = serving_cert() if self.tls else None
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
