@@ -6,7 +6,10 @@ virtual second, no jitter, no faults): what the port serves is the same
 transport, but nothing is explored; it is for pointing a real operator (any
 language) or kubectl at the simulated semantics and watching it live.
 
-This module is the command (its arguments, the kubeconfig, what it prints);
+It serves HTTPS as kube-apiserver does, with a CA made for the run and
+written into the kubeconfig (``certificate-authority-data``); plain HTTP only
+with ``--insecure-http``. This module is the command (its arguments, the
+kubeconfig, what it prints);
 the HTTP/1.1 protocol (each request handled by an actor of the world, a watch
 streamed until either end closes) is ``harness/kube/_http/_tcp.py``. A
 keep-alive actor sleeps in virtual time so the world never counts as settled
@@ -48,6 +51,9 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter], target_forms: str) -
     s.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="a keyword argument of the scenario, repeatable")
     s.add_argument("--seconds", type=float, default=None, help="stop after this many seconds (default: until Ctrl-C)")
+    s.add_argument("--insecure-http", action="store_true",
+                   help="serve plain HTTP instead of HTTPS (default: TLS with a CA made for this run, written into the "
+                   "kubeconfig as certificate-authority-data; @kubernetes/client-node refuses plain http://)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,6 +61,12 @@ def run(args: argparse.Namespace) -> int:
         import h11  # noqa: F401  # an httpx dependency: pip install 'race-harness[http]'
     except ImportError:
         raise UsageError("serve needs h11: pip install 'race-harness[http]'") from None
+    if not args.insecure_http:
+        try:
+            import trustme  # noqa: F401  # the CA and serving certificate (harness/kube/_http/_tls.py)
+        except ImportError:
+            raise UsageError("serve speaks TLS with a CA of its own, made with trustme: pip install trustme "
+                             "(or serve --insecure-http for plain HTTP, which kubectl and most clients accept)") from None
     import trio
 
     from ..sim import Limits, RealClock, World
@@ -75,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         scenario, params = t.scenario, t.params_by_variant[t.variants[0]]
     world = World(clock=RealClock(1.0, 0.0, 0, math.inf), limits=Limits(max_steps=sys.maxsize, max_time=math.inf))
     sock = _listen(args.port)  # last of the checks: nothing after it can refuse the run and leave it open
-    server = _Server(world, scenario, params, sock, kubeconfig, args.seconds)
+    server = _Server(world, scenario, params, sock, kubeconfig, args.seconds, tls=not args.insecure_http)
     # SIGTERM (a container's stop, `kill`, CI) ends it as Ctrl-C does: through Trio's own SIGINT delivery, which
     # raises KeyboardInterrupt where it is safe, never in the middle of Trio's bookkeeping
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: signal.raise_signal(signal.SIGINT))
@@ -150,8 +162,9 @@ def _only_interrupts(exc: BaseException) -> bool:
 
 class _Server:
     def __init__(self, world: World, scenario: Any, params: dict[str, Any], sock: socket.socket, kubeconfig: Path,
-                 seconds: float | None) -> None:
+                 seconds: float | None, *, tls: bool = True) -> None:
         self.world = world
+        self.tls = tls
         self.scenario = scenario
         self.params = params
         self.sock = sock
@@ -176,6 +189,7 @@ class _Server:
         from ..kube._http import APIHandler, TCPServer
         from ..kube._http._cluster import start_cluster
         from ..kube._http._tcp import loopback_kubeconfig
+        from ..kube._http._tls import serving_cert, tls_listeners
 
         if self.scenario is not None:
             await self.scenario(world, **self.params)
@@ -184,11 +198,17 @@ class _Server:
         self.handler = APIHandler(api, epoch=time.time())
         await start_cluster(self.handler)  # the system namespaces, the namespace controller, the garbage collector
         assert world._nursery is not None
-        listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(self.sock))]
+        tcp = [trio.SocketListener(trio.socket.from_stdlib_socket(self.sock))]
         port = self.sock.getsockname()[1]
+        listeners: list[Any] = list(tcp)
+        ca_data = None
+        if self.tls:  # as kube-apiserver: HTTPS, its CA in the kubeconfig (harness/kube/_http/_tls.py)
+            ca_data = serving_cert().ca_data
+            listeners = tls_listeners(tcp)
         self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
-        self.kubeconfig.write_text(loopback_kubeconfig(port))
-        print(f"serving the Kubernetes API on http://127.0.0.1:{port} (kubeconfig: {self.kubeconfig})", flush=True)
+        self.kubeconfig.write_text(loopback_kubeconfig(port, ca_data))
+        scheme = "https" if self.tls else "http"
+        print(f"serving the Kubernetes API on {scheme}://127.0.0.1:{port} (kubeconfig: {self.kubeconfig})", flush=True)
         world._nursery.start_soon(trio.serve_listeners, TCPServer(world, self.handler).connection, listeners)
         while True:  # keeps the world from counting as settled while the port is open
             await world.sleep(3600.0, "serve: the port is open")

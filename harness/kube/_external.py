@@ -5,7 +5,9 @@ Most operators are not Python (Go, Java, Rust) and cannot run inside the world.
 ships, as its own OS process, with ``KUBECONFIG`` naming a kubeconfig (in a
 temporary directory the harness owns and removes) for this scenario's apiserver,
 served on a loopback port by the same TCP server and REST handler as
-``python -m harness serve``. What makes it searched rather than merely served:
+``python -m harness serve``, over TLS with the CA in the kubeconfig as
+kube-apiserver's (``tls=False``: plain HTTP). What makes it searched rather
+than merely served:
 
 * **every request is an actor's steps** (``app-operator/POST /api/v1/...``,
   named by the request, not by when it came), so each API call is a yield point
@@ -86,6 +88,7 @@ class ExternalOperator:
         watch_ends: bool = False,
         compactions: bool = False,
         namespaces: bool = True,
+        tls: bool = True,
     ) -> None:
         """``argv`` runs the operator (``["./manager", "--leader-elect=false"]``); ``env`` adds to the
         harness's own environment (``KUBECONFIG`` is set for it), ``cwd`` is where it runs.
@@ -97,6 +100,9 @@ class ExternalOperator:
         flags are its watch connections' (as ``api.transport()``'s). ``namespaces``: create the namespaces every
         cluster has (``default``, ``kube-system``, ...) before the process starts, as kube-apiserver's bootstrap
         does; an operator scoped to a namespace (``kopf run -n default``) waits for its Namespace to exist.
+        ``tls``: serve HTTPS as kube-apiserver does, the CA in the kubeconfig (``certificate-authority-data``; one CA
+        and certificate per harness process, ``harness/kube/_http/_tls.py``); ``False`` serves plain ``http://``,
+        which some clients refuse (``@kubernetes/client-node`` 1.x sends nothing).
         """
         if not argv:
             raise ValueError(f"ExternalOperator {name!r}: argv is empty; give the command that runs the operator")
@@ -111,6 +117,7 @@ class ExternalOperator:
         self.cwd = cwd
         self._quiet, self._bound, self._startup = quiet, bound, startup
         self._namespaces = namespaces
+        self.tls = tls
         self._options: dict[str, Any] = {"max_lag": max_lag, "latency": latency, "watch_drops": watch_drops,
                                          "watch_ends": watch_ends, "compactions": compactions}
         self.process = ControllerProcess(self.world, name, self._build, crash_faults=crash_faults,
@@ -159,22 +166,27 @@ class ExternalOperator:
 
         from ._http import TCPServer
         from ._http._handler import _handler_of
+        from ._http._tls import serving_cert, tls_listeners
         from ._http._watch import WatchOptions
 
         world = self.world
         if world._nursery is None:
             raise RuntimeError("ExternalOperator.start() is only available while the world runs (in the scenario)")
+        # (made once per harness process and reused by every run: the first costs its imports, the later nothing)
+        cert = serving_cert() if self.tls else None
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         sock.listen(128)
         self._port = sock.getsockname()[1]
         self._dir = Path(tempfile.mkdtemp(prefix="race-harness-"))
-        self.kubeconfig.write_text(loopback_kubeconfig(self._port))
+        self.kubeconfig.write_text(loopback_kubeconfig(self._port, None if cert is None else cert.ca_data))
         server = TCPServer(world, _handler_of(self.api), self.name, spawn=self._spawn_request,
                            activity=self._activity, options=WatchOptions(**self._options))
-        listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
-        world._nursery.start_soon(trio.serve_listeners, server.connection, [listener])
+        listeners: list[Any] = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))]
+        if self.tls:
+            listeners = tls_listeners(listeners)
+        world._nursery.start_soon(trio.serve_listeners, server.connection, listeners)
         world._add_outside(self)
         world.on_end(self._end)
         world.on_end(self._never_reached)  # (before _end: called in reverse order, while its output is still there)

@@ -35,7 +35,7 @@ def serving(tmp_path: Path) -> Iterator[tuple[Path, Callable[..., str]]]:
     try:
         assert server.stdout is not None
         first = server.stdout.readline()
-        assert "serving the Kubernetes API on http://127.0.0.1:" in first, first
+        assert "serving the Kubernetes API on https://127.0.0.1:" in first, first
 
         def kubectl(*argv: str, check: bool = True) -> str:
             done = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), *argv], capture_output=True,
@@ -130,7 +130,7 @@ def test_serve_sigint_exits_zero(tmp_path: Path, sig: str) -> None:
                                "--seconds", "120"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert server.stdout is not None
     first = server.stdout.readline()  # it listens: the signal lands inside the served run, not at start-up
-    assert "serving the Kubernetes API on http://127.0.0.1:" in first, first
+    assert "serving the Kubernetes API on https://127.0.0.1:" in first, first
     server.send_signal(getattr(signal, sig))
     _, err = server.communicate(timeout=60)
     assert server.returncode == 0, err
@@ -140,19 +140,24 @@ def test_serve_sigint_exits_zero(tmp_path: Path, sig: str) -> None:
 def test_status_lines_have_reason_phrases(tmp_path: Path) -> None:
     """Issue 49 item 11: every status line carries its reason phrase, as Go's net/http writes it
     (`HTTP/1.1 404 Not Found`); the official client shows it as `ApiException.reason`, which was empty."""
+    import base64
     import http.client
     import re
+    import ssl
 
     server = subprocess.Popen([sys.executable, "-m", "harness", "serve", "--kubeconfig", str(tmp_path / "kc"),
                                "--seconds", "120"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None
         first = server.stdout.readline()
-        m = re.search(r"http://127\.0\.0\.1:(\d+)", first)
+        m = re.search(r"https://127\.0\.0\.1:(\d+)", first)
         assert m is not None, first
+        ca = re.search(r"certificate-authority-data: (\S+)", (tmp_path / "kc").read_text())
+        assert ca is not None
+        context = ssl.create_default_context(cadata=base64.b64decode(ca[1]).decode())
         seen = {}
         for path in ("/api/v1/namespaces/default/configmaps/nope", "/api/v1/namespaces/default/configmaps"):
-            conn = http.client.HTTPConnection("127.0.0.1", int(m[1]), timeout=30)
+            conn = http.client.HTTPSConnection("127.0.0.1", int(m[1]), context=context, timeout=30)
             conn.request("GET", path)
             resp = conn.getresponse()
             resp.read()

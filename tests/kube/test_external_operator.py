@@ -140,8 +140,10 @@ def test_external_operator_exit_is_named() -> None:
     assert early is not None and early.kind == "misuse", early
     assert "op (" in early.message and "exited with code 3 before it sent the apiserver a request" in early.message
     assert "no kubeconfig here" in early.message
-    talks = ("import os, sys, urllib.request, yaml; c = yaml.safe_load(open(os.environ['KUBECONFIG'])); "
-             "urllib.request.urlopen(c['clusters'][0]['cluster']['server'] + '/api/v1/namespaces/default/configmaps')"
+    talks = ("import base64, os, ssl, sys, urllib.request, yaml; "
+             "c = yaml.safe_load(open(os.environ['KUBECONFIG']))['clusters'][0]['cluster']; "
+             "tls = ssl.create_default_context(cadata=base64.b64decode(c['certificate-authority-data']).decode()); "
+             "urllib.request.urlopen(c['server'] + '/api/v1/namespaces/default/configmaps', context=tls)"
              ".read(); print('giving up'); sys.exit(4)")
     late = _exits([sys.executable, "-c", talks]).violation
     assert late is not None and late.kind == "crashed", late
