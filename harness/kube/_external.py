@@ -175,13 +175,13 @@ class ExternalOperator:
         sock.listen(128)
         self._port = sock.getsockname()[1]
         self._dir = make_folder("race-harness-")
+        world.on_end(self._end)  # (first: the folder is removed however what follows ends)
         self.kubeconfig.write_text(loopback_kubeconfig(self._port))
         server = TCPServer(world, _handler_of(self.api), self.name, spawn=self._spawn_request,
                            activity=self._activity, options=WatchOptions(**self._options))
         listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
         world._nursery.start_soon(trio.serve_listeners, server.connection, [listener])
         world._add_outside(self)
-        world.on_end(self._end)
         if world.noting:
             # (no port, path or pid: a note is part of the trace, the same in every run)
             world.note(f"{self.name} runs as its own process against this apiserver (real clock between its "
