@@ -60,7 +60,12 @@ def _hunt(args: argparse.Namespace) -> int:
         )
 
     with sigint_requests_stop(second):
-        return _hunt_checked(args, kept)
+        try:
+            return _hunt_checked(args, kept)
+        finally:  # whatever way it leaves (an exception no run caught): no operator process nor its folder stays
+            from .._processes import end_all
+
+            end_all()
 
 
 def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:

@@ -29,7 +29,12 @@ than merely served:
   process (SIGKILL: it loses its memory, its connections close) and starts it
   again after the restart window, a fresh process that lists again;
 * **its end**: when the run ends the process is terminated (SIGTERM, SIGKILL
-  two seconds later). A process that exits on its own while the run goes on
+  two seconds later), and with it every process it started: its group, its
+  session, and the daemons that left both (each carries the process's marker
+  in its environment, ``harness._processes``; without ``/proc``, as on macOS,
+  its process group only). A second Ctrl-C or SIGTERM, which stops the hunt
+  at once, kills them all and removes the temporary folder before the harness
+  exits. A process that exits on its own while the run goes on
   is named: before its first request, or unable to run (126, 127), a model
   error (its command or environment is wrong); with another non-zero code after
   it talked to the apiserver, a finding (the operator crashed); exit 0 is a
@@ -44,16 +49,14 @@ Sieve (OSDI'22) perturbs real controllers, and it needs nothing of the binary.
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._processes import ProcessFamily, make_folder, remove_folder
 from ._apiserver import APIServer
 from ._busy import ProcessLoad
 from ._delivery import DEFAULT_MAX_LAG
@@ -127,6 +130,8 @@ class ExternalOperator:
         self.popen: subprocess.Popen[bytes] | None = None
         #: every OS process started, in order (one per incarnation)
         self.popens: list[subprocess.Popen[bytes]] = []
+        #: each incarnation's process and all it started (``harness._processes``), in order
+        self.families: list[ProcessFamily] = []
         #: requests the process sent, over all its incarnations
         self.requests = 0
         #: how the last process ended: None while it runs, else its exit code (negative: the signal)
@@ -179,7 +184,8 @@ class ExternalOperator:
         sock.bind(("127.0.0.1", 0))
         sock.listen(128)
         self._port = sock.getsockname()[1]
-        self._dir = Path(tempfile.mkdtemp(prefix="race-harness-"))
+        self._dir = make_folder("race-harness-")
+        world.on_end(self._end)  # (first: the folder is removed however what follows ends)
         self.kubeconfig.write_text(loopback_kubeconfig(self._port, None if cert is None else cert.ca_data))
         server = TCPServer(world, _handler_of(self.api), self.name, spawn=self._spawn_request,
                            activity=self._activity, options=WatchOptions(**self._options))
@@ -188,7 +194,6 @@ class ExternalOperator:
             listeners = tls_listeners(listeners)
         world._nursery.start_soon(trio.serve_listeners, server.connection, listeners)
         world._add_outside(self)
-        world.on_end(self._end)
         world.on_end(self._never_reached)  # (before _end: called in reverse order, while its output is still there)
         if world.noting:
             # (no port, path or pid: a note is part of the trace, the same in every run)
@@ -213,9 +218,10 @@ class ExternalOperator:
         log = open(self._dir / f"output-{n}.log", "wb")  # noqa: SIM115  # the child writes it; closed below
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "NO_PROXY": "127.0.0.1,localhost",
                "no_proxy": "127.0.0.1,localhost", **self.env}
+        family = ProcessFamily()
         try:
-            popen = subprocess.Popen(self.argv, env=env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+            popen = family.start(self.argv, env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log,
+                                 stderr=subprocess.STDOUT)
         except OSError as exc:
             log.close()
             self.world._fail("misuse", f"{self.name} could not start",
@@ -226,11 +232,12 @@ class ExternalOperator:
         log.close()
         self.popen = popen
         self.popens.append(popen)
+        self.families.append(family)
         self._load = ProcessLoad(popen.pid)
         self.exit_code = None
         self._requests_of_incarnation = 0
         self._activity(0)  # a new process is starting: the scheduler waits for its first request
-        process.on_crash(lambda: self._kill(popen))
+        process.on_crash(lambda: self._kill(family))
         return popen
 
     def _spawn_request(self, name: str, fn: Any, *args: Any) -> str:
@@ -331,40 +338,32 @@ class ExternalOperator:
         return "; its last output:\n" + "\n".join(text) if text else ""
 
     # ------------------------------------------------------------------ ending
-    def _kill(self, popen: subprocess.Popen[bytes]) -> None:
-        """A crash fault: SIGKILL, as a node's OOM killer or a kubelet's hard stop does (its memory is lost)."""
-        self._killed.add(popen.pid)
-        if popen.poll() is None:
-            try:
-                os.killpg(popen.pid, signal.SIGKILL)
-            except OSError:
-                popen.kill()
+    def _kill(self, family: ProcessFamily) -> None:
+        """A crash fault: SIGKILL, as a node's OOM killer or a kubelet's hard stop does (its memory is lost), to the
+        process and every process it started (a container's processes die with it)."""
+        if family.popen is not None:
+            self._killed.add(family.popen.pid)
+        family.kill()
         if self.world.noting:
             self.world.note(f"{self.name}: its process killed", kind="crash", process=self.name)
 
     def _end(self) -> None:
-        """The run ended: every process still running is terminated (SIGTERM, then SIGKILL), the files removed."""
-        if self.world._violation is None and not self.world._interrupted:
-            self.check()
-        for popen in self.popens:
-            if popen.poll() is None:
-                self._killed.add(popen.pid)
-                try:
-                    os.killpg(popen.pid, signal.SIGTERM)
-                except OSError:
-                    popen.terminate()
-                try:
-                    popen.wait(2.0)
-                except subprocess.TimeoutExpired:
-                    try:
-                        os.killpg(popen.pid, signal.SIGKILL)
-                    except OSError:
-                        popen.kill()
-                    popen.wait()
-        self.popen = None
-        if self._dir is not None:
-            self.logs = {i + 1: self._read(i + 1) for i in range(len(self.popens))}
-            shutil.rmtree(self._dir, ignore_errors=True)
+        """The run ended: every process still running is terminated with all it started (SIGTERM, then SIGKILL), the
+        files removed."""
+        try:
+            if self.world._violation is None and not self.world._interrupted:
+                self.check()
+        finally:
+            try:
+                for family in self.families:
+                    if family.popen is not None and family.popen.returncode is None:
+                        self._killed.add(family.popen.pid)
+                    family.end()
+            finally:
+                self.popen = None
+                if self._dir is not None:
+                    self.logs = {i + 1: self._read(i + 1) for i in range(len(self.popens))}
+                    remove_folder(self._dir)
 
     def _read(self, n: int) -> str:
         assert self._dir is not None

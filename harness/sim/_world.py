@@ -380,13 +380,23 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
         return self._real is None and any(o.stirred for o in self._outsides)
 
     async def _wait_outside(self) -> None:
+        from .._interrupt import stop_requested
+
+        # A stop (Ctrl-C, SIGTERM) ends the run in hand at the wait's next look: a wait for a process lasts up to
+        # its bound (seconds; its start-up 20), and the user was promised an answer within seconds.
         self._outside_waiting = True
         try:
-            self._outside_seconds += await wait_quiescent(self._outsides, lambda: self._violation is not None,
-                                                         self._outside_tick, self._outside_waker)
+            self._outside_seconds += await wait_quiescent(
+                self._outsides, lambda: self._violation is not None or stop_requested(), self._outside_tick,
+                self._outside_waker)
         finally:
             self._outside_waiting = False
             self._outside_lot.unpark_all()
+        if self._violation is None and stop_requested():
+            self._interrupted = True
+            self._fail("interrupted", "stopped while waiting for a process",
+                       "the stop was requested while the scheduler waited for a process outside the world (an "
+                       "operator process); the run stopped there", None)
 
     async def _watch_outside_blocks(self) -> None:
         while True:
