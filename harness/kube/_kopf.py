@@ -29,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .._errors import OperatorNotLoaded
+from .._errors import FILE_NOT_FOUND_EVENT, OperatorNotLoaded
 from ._apiserver import APIServer
 from ._operator import Operator
 
@@ -51,6 +51,7 @@ def _load(handlers: str) -> ModuleType:
     if handlers.endswith(".py") or os.sep in handlers or "/" in handlers:
         path = Path(handlers)
         if not path.is_file():
+            sys.audit(FILE_NOT_FOUND_EVENT, str(path.absolute()))  # a replay of a copy names what its folder lacks
             raise OperatorNotLoaded(f"the kopf handlers file {handlers!r} does not exist: give kopf_operator the "
                                     "path of the file `kopf run` would run, or a module's importable name")
         spec = importlib.util.spec_from_file_location(path.stem, path)
