@@ -174,8 +174,13 @@ def watching(folder: Path) -> Iterator[dict[str, None]]:
         _WATCHES.remove(watch)
 
 
-def missing_beside(missing: Sequence[str], copy: Path, origin: Path | None, sha256: str) -> str:
-    """The paragraph that names the files a replay of ``copy`` lacked beside it, and the two ways to fix it."""
+def missing_beside(missing: Sequence[str], copy: Path, origin: Path | None, sha256: str,
+                   relative: str | None = None) -> str:
+    """The paragraph that names the files a replay of ``copy`` lacked beside it, and the two ways to fix it.
+
+    ``origin``: where it was hunted, as the trace records it; None for a trace older than that record, which
+    knows it only as ``relative`` to the folder the hunt ran in (``meta["hunted_file"]``), if at all.
+    """
     names = list(missing)
     shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     one = len(names) == 1
@@ -183,7 +188,7 @@ def missing_beside(missing: Sequence[str], copy: Path, origin: Path | None, sha2
     into = f" (as {copy.parent / nested[0]})" if nested else ""  # a file in a folder beside it: say where it goes
     if origin is None:
         why = "the trace is older than the record of where it was hunted"
-        where = "replay it from the folder the hunt ran in"
+        where = "replay it from the folder the hunt ran in" + (f" (the one that holds {relative})" if relative else "")
     elif origin.is_file() and not same_file(origin, sha256):
         why = f"{origin}, where it was hunted, has changed since the hunt"
         where = f"restore {origin} as it was hunted and replay again, or hunt it again"

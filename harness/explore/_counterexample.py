@@ -319,6 +319,10 @@ class Counterexample:
 
     def _missing_beside(self, missing: Mapping[str, None]) -> str:
         assert self.copy_file is not None and self.scenario_sha256 is not None
+        if self.scenario_origin is None:  # an older trace: where it was hunted is known only relative to that folder
+            hunted = self.meta.get("hunted_file")
+            return missing_beside(list(missing), self.copy_file, None, self.scenario_sha256,
+                                  hunted if isinstance(hunted, str) else None)
         return missing_beside(list(missing), self.copy_file, self.hunted_path, self.scenario_sha256)
 
     def compares_digests(self, out: RunOutcome) -> bool:
@@ -381,8 +385,7 @@ class Counterexample:
                 f"{why}. The scenario file is the one this trace was hunted with (its SHA-256 matches), so the "
                 "trace itself was changed after the hunt (edited, its digest recomputed), or the model depends on "
                 "something outside the harness (the wall clock, a file it reads, a global left from another run); "
-                "re-run the hunt "
-                "to get a fresh counterexample."
+                "re-run the hunt to get a fresh counterexample."
             )
         return step, (f"{why}. The scenario changed since this trace was saved, or the trace was edited after the "
                       "hunt; re-run the hunt to get a fresh counterexample.")
@@ -666,9 +669,10 @@ def _another_step(old: Trace, new: Trace, i: int) -> str:
     fields = {"time": "virtual time", "rv": "resourceVersion", "enabled": "number of enabled actions",
               "instead": "displaced action", "step": "step number"}
     what = " and ".join(name for key, name in fields.items() if a.get(key) != b.get(key))
-    return (f"diverged at step {old[i].step} because the trace recorded '{' '.join(old[i].describe().split())}' but the "
-            f"replay took '{' '.join(new[i].describe().split())}': the same action, at another {what} (the replay's digest "
-            f"{new.digest()[:16]} is not the trace's {old.digest()[:16]})")
+    recorded, took = (" ".join(t[i].describe().split()) for t in (old, new))
+    return (f"diverged at step {old[i].step} because the trace recorded '{recorded}' but the replay took '{took}': "
+            f"the same action, at another {what} (the replay's digest {new.digest()[:16]} is not the trace's "
+            f"{old.digest()[:16]})")
 
 
 def _read_json(p: Path, hint: str) -> Any:

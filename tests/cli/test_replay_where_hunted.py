@@ -159,3 +159,22 @@ def test_replay_with_another_digest_diverges(tmp_path: Path, capsys: pytest.Capt
     cx.save(path)
     code, out_text, err = run_main(capsys, "replay", str(path), "--runs", "3")
     assert code == 0 and "reproduced 3 of 3" in out_text, err
+
+
+def test_an_older_trace_replays_from_the_folder_the_hunt_ran_in(tmp_path: Path) -> None:
+    """A trace written before the hunted file's path was recorded knows it only relative to the hunt's folder: it
+    replays there as hunted, and elsewhere the copy names what it lacks and that folder."""
+    model, trace = _hunted(tmp_path)
+    raw = json.loads(trace.read_text())
+    del raw["scenario_origin"]
+    raw["checksum"] = checksum(raw)  # what the older harness signed
+    trace.write_text(json.dumps(raw))
+    assert raw["meta"]["hunted_file"] == "model.py"
+    there = run_cli("replay", str(trace), cwd=model.parent)
+    assert there.returncode == 0, there.stdout + there.stderr
+    assert f"(ran {model.resolve()})" in there.stdout
+    elsewhere = run_cli("replay", str(trace), cwd=tmp_path)
+    assert elsewhere.returncode == 2
+    assert_one_clean_error(elsewhere.stderr, "the scenario refers to settings.txt beside it",
+                           "the trace is older than the record of where it was hunted",
+                           "replay it from the folder the hunt ran in (the one that holds model.py)")
