@@ -388,12 +388,14 @@ def _model_error(result: Any, params: dict[str, Any], expect: str | None) -> str
 
 
 def _copy_scenario_file(cx: Any, copy: Path, label: str) -> None:
-    """A file-based scenario is copied next to its trace, which then names the copy and its SHA-256.
+    """A file-based scenario is copied next to its trace, which then names the copy, its SHA-256 and the original.
 
-    The report folder is then self-contained: copied elsewhere (a CI artifact),
-    its traces still replay, and a replay runs exactly the file that was hunted
-    (the trace's checksum covers the copy's SHA-256). A scenario of an installed
-    module or a registered race is named by its module, as before.
+    A replay runs the original where it was hunted while its SHA-256 is the
+    recorded one (``Path(__file__).parent / "operator.py"`` then finds the
+    operator beside it); the copy is the fallback, so the report folder copied
+    elsewhere (a CI artifact) still replays, exactly the file that was hunted
+    (the trace's checksum covers the SHA-256 and the original's path). A
+    scenario of an installed module or a registered race is named by its module.
     """
     import hashlib
 
@@ -420,6 +422,8 @@ def _copy_scenario_file(cx: Any, copy: Path, label: str) -> None:
     _NAMED[ref] = resolve_scenario(cx.scenario)  # this process keeps running the function it already loaded
     cx.scenario = ref
     cx.scenario_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # where it was hunted: a replay runs it there while it is unchanged, so the files beside it resolve
+    cx.scenario_origin = Path(where).resolve().as_posix()
 
 
 def _print_facts(cx: Any, label: str) -> None:

@@ -39,11 +39,13 @@ _EXIT_CODES = {
     ),
     "replay": (
         "exit codes:\n"
-        "  0    the replay reproduced the trace (same steps, same violation); with --runs N, every run did\n"
+        "  0    the replay reproduced the trace (its digest: the same trace byte for byte; with operator\n"
+        "       processes, the same API order and violation); with --runs N, every run did\n"
         "  1    the replay diverged: the scenario changed since the trace was written (with --runs N: a\n"
         "       run diverged; the line says how many of the N reproduced)\n"
         "  2    bad usage or a bad trace file (missing, not a trace, edited or damaged, or naming a\n"
-        "       scenario not marked with @harness.scenario)\n"
+        "       scenario not marked with @harness.scenario), or a file the scenario finds beside\n"
+        "       itself missing from the report folder (the message names it)\n"
         "  130  interrupted"
     ),
     "live": (

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from .._errors import OperatorNotLoaded
+from .._errors import FILE_NOT_FOUND_EVENT, OperatorNotLoaded
 
 
 def load_fresh(source: str, what: str) -> ModuleType:
@@ -27,6 +27,7 @@ def load_fresh(source: str, what: str) -> ModuleType:
     if source.endswith(".py") or os.sep in source or "/" in source:
         path = Path(source)
         if not path.is_file():
+            sys.audit(FILE_NOT_FOUND_EVENT, str(path.absolute()))  # a replay of a copy names what its folder lacks
             raise OperatorNotLoaded(f"{what} file {source!r} does not exist: give the path of the file the process "
                                     "would run (relative to where the hunt runs, or beside the scenario: "
                                     "Path(__file__).parent / 'operator.py'), or a module's importable name")

@@ -154,7 +154,8 @@ def test_external_operator_exit_is_named() -> None:
 
 def test_live_replay_says_how_often_it_reproduced(found: Any, tmp_path: Path) -> None:
     """A counterexample of a run with an operator process, replayed with ``--runs 2``: each run a fresh process,
-    the line says how many reproduced (the quiescence waits make it every one here), and the exit code says all."""
+    the line says how many reproduced (the quiescence waits make it every one here) and by which rule, and the exit
+    code says all."""
     assert found.live_seconds > 0 and "operator processes on the real clock" in found.outcome
     cx = found.counterexample
     path = tmp_path / "live.json"
@@ -163,6 +164,9 @@ def test_live_replay_says_how_often_it_reproduced(found: Any, tmp_path: Path) ->
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"replayed trace {path}: reproduced 2 of 2 (oracle violated: duplicate Secrets" in done.stdout
+    # its threads run on the real clock: it is compared at the API boundary (requests and deliveries in order,
+    # the same choices, the same violation), never by digest, and the line says so
+    assert "; compared at the API boundary; " in done.stdout
     assert "Traceback" not in done.stderr
 
 
