@@ -22,7 +22,7 @@ from pathlib import Path
 #: argv[1]: "once" (one request, then sleeps) or "talks" (a request every 0.1 s: the wait for it never ends by
 #: quiet, only by its bound); argv[2]: "stubborn" ignores SIGTERM (the harness's grace runs out: SIGKILL)
 OPERATOR = r'''
-import os, signal, sys, time, urllib.request, yaml
+import base64, os, signal, ssl, sys, time, urllib.request, yaml
 
 ready = os.environ["READY_DIR"]
 
@@ -49,10 +49,12 @@ if middle == 0:  # a daemon: setsid, fork again, the middle one exits (the daemo
             time.sleep(3600)
     os._exit(0)
 os.waitpid(middle, 0)
-server = yaml.safe_load(open(os.environ["KUBECONFIG"]))["clusters"][0]["cluster"]["server"]
+cluster = yaml.safe_load(open(os.environ["KUBECONFIG"]))["clusters"][0]["cluster"]
+server, ca = cluster["server"], cluster.get("certificate-authority-data")
+context = ssl.create_default_context(cadata=base64.b64decode(ca).decode()) if ca else None  # the served CA
 while True:
     try:
-        urllib.request.urlopen(server + "/api/v1/namespaces/default/configmaps").read()
+        urllib.request.urlopen(server + "/api/v1/namespaces/default/configmaps", context=context).read()
     except OSError:  # the run ended and the apiserver with it: an operator retries, as client-go's reflector does
         time.sleep(0.1)
         continue

@@ -248,7 +248,7 @@ def test_serve_refuses_to_overwrite_a_kubeconfig(tmp_path: Path) -> None:
     """Issue 59: `serve --kubeconfig FILE` writes over a file only if the harness wrote it (its first line is the
     harness's marker, or it is exactly what an unmarked earlier `serve` wrote) or it is empty; any other file, such
     as the user's own kubeconfig, is refused with exit 2 and left as it was."""
-    from harness.kube._http._tcp import _LOOPBACK_KUBECONFIG, KUBECONFIG_MARKER
+    from harness.kube._http._tcp import _UNMARKED_KUBECONFIG, KUBECONFIG_MARKER
 
     mine = tmp_path / "config"
     original = "apiVersion: v1\nkind: Config\nclusters: []\n# the user's own\n"
@@ -260,14 +260,14 @@ def test_serve_refuses_to_overwrite_a_kubeconfig(tmp_path: Path) -> None:
     _serve_fails(tmp_path, "--kubeconfig", str(tmp_path), "--seconds", "5")  # a directory
 
     earlier = tmp_path / "earlier"  # what serve wrote before its files carried the marker
-    earlier.write_text(_LOOPBACK_KUBECONFIG.format(port=41234))
+    earlier.write_text(_UNMARKED_KUBECONFIG.format(port=41234))
     empty = tmp_path / "empty"  # mktemp's
     empty.touch()
     for path in (earlier, empty, earlier):  # the second time over earlier: a marked file, as a first serve wrote it
         server = subprocess.run([sys.executable, "-m", "harness", "serve", "--kubeconfig", str(path), "--seconds",
                                  "0.5"], cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert server.returncode == 0 and server.stderr == "", server.stderr
-        assert "serving the Kubernetes API on http://127.0.0.1:" in server.stdout
+        assert "serving the Kubernetes API on https://127.0.0.1:" in server.stdout
         written = path.read_text()
         assert written.startswith(KUBECONFIG_MARKER + "\n") and "41234" not in written, written
 
@@ -279,7 +279,8 @@ def test_serve_refuses_a_body_over_the_limit_and_keeps_the_connection(tmp_path: 
     import re
 
     server = subprocess.Popen([sys.executable, "-m", "harness", "serve", "--kubeconfig", str(tmp_path / "kc"),
-                               "--seconds", "120"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               "--seconds", "120", "--insecure-http"], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None
         m = re.search(r"http://127\.0\.0\.1:(\d+)", server.stdout.readline())
