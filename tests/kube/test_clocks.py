@@ -24,7 +24,7 @@ UTC = datetime.UTC
 
 
 def _readings() -> dict[str, Any]:
-    """Every clock an operator may read, as seconds (wall clocks: Unix time; monotonic: as read)."""
+    """Every clock an operator may read, as it reads it."""
     local = datetime.datetime.now()
     return {
         "time.time": time.time(),
