@@ -51,10 +51,11 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from harness.sim import real_monotonic  # (the process's quiet time is real, whoever reads it)
 
 from .._processes import ProcessFamily, make_folder, remove_folder
 from ._apiserver import APIServer
@@ -262,7 +263,7 @@ class ExternalOperator:
     # ------------------------------------------------------------------ the Outside protocol
     def _activity(self, delta: int) -> None:
         self._inflight = max(0, self._inflight + delta)
-        self._last = time.monotonic()
+        self._last = real_monotonic()
         self.stirred = True
         self.world._poke_outside()
 
@@ -271,7 +272,7 @@ class ExternalOperator:
         or runnable, its CPU time grown: ``harness.kube._busy``); None while a request is half read."""
         if self._inflight:
             return None
-        now = time.monotonic()
+        now = real_monotonic()
         if self._load is not None and not self._gone() and self._load.busy():
             self._last = now
         return now - self._last

@@ -11,7 +11,9 @@ that ``main`` as it ships:
   operator's tasks goes through a :class:`Transport` of its own, so each request
   and each watch delivery is the same choice it is for ``api.transport()``;
 * every task it starts is an actor of the world and every Trio/anyio wait a
-  yield point on the virtual clock (``harness.sim._tasks``);
+  yield point on the virtual clock (``harness.sim._tasks``); every clock it
+  reads (``time.time``, ``time.monotonic``, ``datetime.now``...) is the world's
+  (``harness.sim._clocks``);
 * it is a process (:class:`ControllerProcess`): a ``crash`` fault point before
   each of its requests; a crash cancels every task of the operator (its task
   groups included), closes its watch connections and drops its memory (its
@@ -39,7 +41,7 @@ from typing import Any
 
 import trio
 
-from harness.sim import WorldLoop
+from harness.sim import WorldLoop, read_world_clocks
 from harness.sim._misuse import ending, misuse, model_line
 
 from .._errors import HarnessError, UsageError
@@ -244,6 +246,7 @@ class Operator:
         # the global ``random`` (kopf picks handlers and credentials with it) starts each incarnation alike
         random.seed(f"{self.name}#{self.process.incarnation}")
         ROUTE.set(transport)  # every task main starts inherits it: their requests are this operator's
+        read_world_clocks(self.world)  # and every clock they read is the world's (``harness.sim._clocks``)
         self.ended = None
         crashed = False
         with trio.CancelScope() as scope:

@@ -24,7 +24,9 @@ locks are asyncio's own) run by the world:
 * **time is virtual**: ``loop.time()`` is the world's clock; the loop parks with
   its earliest timer (``asyncio.sleep``, ``call_later``, ``wait_for``,
   ``asyncio.timeout``) as its Trio deadline, so the world moves the clock to it
-  when nothing else is enabled;
+  when nothing else is enabled; ``time.monotonic()`` in its tasks reads the
+  same value, and ``time.time()`` and ``datetime.now()`` the world's epoch
+  plus it (``_clocks``);
 * **blocking code in threads** (``run_in_executor``, ``asyncio.to_thread``;
   kopf's sync handlers) runs in a real thread in lockstep with the world
   (``_lockstep.py``): one thread or actor at a time, never both;

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
+from ...sim import EPOCH
 from .._apiserver import APIServer
 from .._errors import ApiError, Invalid, NotFound
 from .._namespaces import lifecycle_refusal, prepare_namespace
@@ -79,11 +80,13 @@ class Reply:
 class APIHandler:
     """The REST API of one :class:`APIServer`: call :meth:`handle` with a request, get a :class:`Reply`.
 
-    ``epoch`` is the Unix time virtual time 0 stands for in timestamps (0 in a
-    world, so runs print the same; ``serve`` passes the real start time).
+    ``epoch`` is the Unix time virtual time 0 stands for in timestamps (in a
+    world :data:`~harness.sim.EPOCH`, the instant an in-process operator's
+    clocks count from too, so runs print the same and an object's age is the
+    one its operator computes; ``serve`` passes the real start time).
     """
 
-    def __init__(self, api: APIServer, *, epoch: float = 0.0) -> None:
+    def __init__(self, api: APIServer, *, epoch: float = EPOCH) -> None:
         self.api = api
         self.world: World = api._world
         self.codec = Codec(self._kind_api_version, epoch)
