@@ -64,6 +64,17 @@ from ._delivery import DEFAULT_MAX_LAG
 from ._http._tcp import loopback_kubeconfig
 from ._process import ControllerProcess
 
+_LEVELS = (("CRITICAL", "CRITICAL"), ("ERROR", "ERROR"), ("Traceback", "ERROR"), ("Exception", "ERROR"),
+           ("Error:", "ERROR"), ("WARNING", "WARNING"), ("WARN", "WARNING"))
+
+
+def _level_of(line: str) -> str:
+    """The level an output line says of itself (``logging``'s, klog's ``E1128``/``W1128`` prefixes), INFO otherwise."""
+    if len(line) > 5 and line[0] in "EW" and line[1:5].isdigit():  # klog: E1128 03:55:26.123456 ...
+        return "ERROR" if line[0] == "E" else "WARNING"
+    return next((level for word, level in _LEVELS if word in line), "INFO")
+
+
 #: exit codes of a process that never ran: the shell's "cannot execute" and "not found"
 _COULD_NOT_RUN = (126, 127)
 
@@ -147,6 +158,7 @@ class ExternalOperator:
         self._dir: Path | None = None
         self._port = 0
         self._arrived: list[tuple[str, bytes, int, Any, tuple[Any, ...]]] = []  # requests not yet actors
+        self._output_read: dict[int, int] = {}  # incarnation -> bytes of its output already noted
         #: each process's output (stdout and stderr), by incarnation, once the run ended
         self.logs: dict[int, str] = {}
 
@@ -253,12 +265,36 @@ class ExternalOperator:
     def settled(self) -> None:
         """The process is quiescent: the requests that came in meanwhile become actors, in order of their names
         (then bodies), not of their arrival, which is the process's threads' and differs from run to run."""
+        if self.world.noting:
+            self._note_output()
         arrived, self._arrived = self._arrived, []
         for name, _body, incarnation, fn, args in sorted(arrived, key=lambda a: (a[0], a[1])):
             if incarnation != len(self.popens) or self.process.crashed:
                 args[5].set()  # (``done``) its process was killed meanwhile: the connection closes unanswered
                 continue
             self.process.spawn(name, fn, *args, daemon=True)
+
+    def _note_output(self) -> None:
+        """The lines the process wrote since the last look, each a note of the step it was answering (the one that
+        just ran: the process was waited for until quiet after it), so its own words are in the story and the
+        trace. A line that says ERROR, WARNING, a traceback or an exception carries that level: a story prefers
+        what the operator said went wrong. Only in a run that tells a story (notes are never a search's)."""
+        n = len(self.popens)
+        if self._dir is None or not n:
+            return
+        try:
+            with open(self._dir / f"output-{n}.log", "rb") as f:
+                f.seek(self._output_read.get(n, 0))
+                chunk = f.read()
+        except OSError:
+            return
+        end = chunk.rfind(b"\n") + 1  # whole lines only: the rest is read with its end
+        self._output_read[n] = self._output_read.get(n, 0) + end
+        for raw in chunk[:end].decode(errors="replace").splitlines():
+            line = raw.rstrip()
+            if line:
+                self.world.note(f"{self.name}: {line[:300]}", kind="log", process=self.name, level=_level_of(line),
+                                output=True)
 
     # ------------------------------------------------------------------ the Outside protocol
     def _activity(self, delta: int) -> None:
