@@ -64,10 +64,12 @@ _installed = False
 class _Lock:
     """``threading.Lock()`` once lockstep threads may exist: the real lock, a hand-off when a lockstep thread waits."""
 
-    __slots__ = ("_lock", "__weakref__")
+    __slots__ = ("__weakref__", "_lock", "release")
 
     def __init__(self) -> None:
         self._lock = _REAL_LOCK()
+        #: the real lock's own release (a release never waits: no Python frame in between)
+        self.release: Callable[[], None] = self._lock.release
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         if blocking and timeout == -1:
@@ -77,24 +79,23 @@ class _Lock:
     def __enter__(self) -> bool:
         return self._lock.acquire(False) or _wait(self, -1)
 
-    def release(self) -> None:
-        self._lock.release()
-
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
         self._lock.release()
 
     def locked(self) -> bool:
         return self._lock.locked()
 
     acquire_lock = acquire  # (the old names ``_thread.lock`` keeps)
-    release_lock = release
     locked_lock = locked
+
+    def release_lock(self) -> None:
+        self._lock.release()
 
     def _free(self) -> bool:
         return not self._lock.locked()
 
     def _at_fork_reinit(self) -> None:
-        self._lock._at_fork_reinit()
+        self._lock._at_fork_reinit()  # type: ignore[attr-defined]  # (real, not in typeshed's LockType)
 
     def __repr__(self) -> str:
         return repr(self._lock).replace("_thread.lock", "lock", 1)
@@ -104,10 +105,11 @@ class _RLock:
     """``threading.RLock()`` once lockstep threads may exist (see :class:`_Lock`); ``Condition`` uses its
     ``_release_save``/``_acquire_restore``, so a condition's re-acquire after a wait hands off too."""
 
-    __slots__ = ("_lock", "__weakref__")
+    __slots__ = ("__weakref__", "_lock", "release")
 
     def __init__(self) -> None:
         self._lock = _REAL_RLOCK()
+        self.release: Callable[[], None] = self._lock.release
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         if blocking and timeout == -1:
@@ -117,10 +119,7 @@ class _RLock:
     def __enter__(self) -> bool:
         return self._lock.acquire(False) or _wait(self, -1)
 
-    def release(self) -> None:
-        self._lock.release()
-
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
         self._lock.release()
 
     def _is_owned(self) -> bool:
@@ -162,7 +161,7 @@ _Wrapper = _Lock | _RLock
 def _acquire(lock: _Wrapper, blocking: bool, timeout: float) -> bool:
     """An acquire that is not the plain blocking one: non-blocking, or with a timeout."""
     if not blocking or (timeout != -1 and not timeout >= 0):  # (the real lock's answer, or its ValueError)
-        return lock._lock.acquire(blocking, timeout)  # type: ignore[no-any-return]
+        return lock._lock.acquire(blocking, timeout)
     return lock._lock.acquire(False) or _wait(lock, timeout)
 
 
@@ -170,7 +169,7 @@ def _wait(lock: _Wrapper, timeout: float) -> bool:
     """A blocking acquire found the lock taken: a lockstep thread hands off, any other thread waits for real."""
     worker: _Worker | None = getattr(_local, "worker", None)
     if worker is None or worker.real_waits:
-        return lock._lock.acquire(True, timeout)  # type: ignore[no-any-return]
+        return lock._lock.acquire(True, timeout)
     return hand_off(worker, lock, timeout)
 
 
@@ -244,7 +243,7 @@ def install() -> None:
     global _installed
     if not _installed:
         _installed = True
-        threading.Lock = _Lock  # type: ignore[misc, assignment]
+        threading.Lock = _Lock  # type: ignore[assignment]
         threading._allocate_lock = _Lock  # type: ignore[attr-defined]
-        threading.RLock = _RLock  # type: ignore[misc, assignment]
+        threading.RLock = _RLock  # type: ignore[assignment]
 

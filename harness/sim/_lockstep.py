@@ -14,12 +14,27 @@ own code between two such operations is one step of its actor.
 ``threading.Event.wait`` in such a thread (kopf's ``stopped.wait(5)`` in a
 sync daemon) is a wait of its actor in virtual time, woken when the Event is
 set (by the loop, or by another lockstep thread once that one hands back).
-What a thread cannot do under the world is wait on a lock, a condition or a
-queue only another thread ends: the world runs one of them at a time, so the
-wait would never end. After two real seconds of such a wait the run stops
-with a model error at the thread's line.
-"""
+A thread that blocks on a lock, a condition, a semaphore or a queue another
+thread holds hands off (``_handoff``): its actor waits in the world, labelled
+where it waits, until the lock looks free, and the world chooses which thread
+goes on. Such a wait is a model error only when no thread of the world could
+end it: when the run ends (it settled, or every other thread waits too) with
+the thread still waiting, at the thread's line.
 
+The hand-over is strict, so which thread runs is the world's choice alone:
+the two sides hand over through real locks, and each side blocks on its own
+lock as soon as it handed over, allocating nothing in between (the garbage
+collector runs in whichever thread allocates past its threshold: it then runs
+at the same point of every run). The world waits for a thread in slices of
+:data:`_SLICE` real seconds (a signal or the watchdog can interrupt it), and a
+slice decides nothing, with one exception: a thread that waits for real on a
+lock made before the hand-offs were installed (a library's module-level lock,
+see ``_handoff``) for :data:`_BLOCKED_AFTER` real seconds, in ``threading`` or
+``queue``, is a model error at its line: a thread the world waits for can only
+be released by one the world does not run. A thread given up that way, or
+running when the world was interrupted, is left to itself and refused any
+further operation of the world.
+"""
 from __future__ import annotations
 
 import _thread
@@ -230,30 +245,34 @@ def run_in_thread(loop: WorldLoop, func: Callable[..., T], args: tuple[Any, ...]
         threads = _threads_of.setdefault(world, [])
         threads.append(worker)
         worker.thread.start()
-        what, value = worker.next()
+        # what the thread handed back last: "job" (it waits for the outcome), "running" (it runs: the Trio thread
+        # waits in next()), or how it ended ("returned", "raised", "abandoned"; "blocked" outside the world)
+        what, value = "running", None
         try:
-            if what == "blocked":
-                raise loop._outside(_blocked_message(name, value))
+            what, value = worker.next()
             while what == "job":
                 loop.take_from_threads()
                 _wake_parked(world)
                 try:
-                    result = await value()
+                    reply = (True, await value())
                 except Exception as exc:
-                    what, value = worker.resume(False, exc)
-                else:
-                    what, value = worker.resume(True, result)
-                if what == "blocked":
-                    raise loop._outside(_blocked_message(name, value))
+                    reply = (False, exc)
+                what = "running"
+                what, value = worker.resume(*reply)
+            if what == "blocked":
+                raise loop._outside(_blocked_message(name, value))
         except BaseException:
             if what == "job" and world._stopping and (left := _left_waiting(world)) is not None:
                 _never_released(world, *left)
             while what == "job":  # cancelled where it waited: the thread's stack unwinds, its operations refused
+                what = "running"
                 what, value = worker.resume(False, _Abandoned())
             raise
         finally:
-            if what != "blocked":  # (a thread blocked outside the world is left to itself: a daemon thread)
+            if what in ("returned", "raised", "abandoned"):
                 worker.thread.join()
+            else:  # blocked outside the world, or running when the world was interrupted: left to itself (a daemon)
+                worker.detached = True
             threads.remove(worker)
             loop.take_from_threads()
             _wake_parked(world)
