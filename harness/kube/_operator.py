@@ -125,6 +125,8 @@ class Operator:
         self.env = dict(env or {})
         self.log = log
         self.asyncio = asyncio
+        if asyncio:
+            WorldLoop.install_lockstep()  # before the scenario or the operator's module makes a lock its threads share
         self.log_level = log_level
         self.loggers = loggers
         self._transport_options: dict[str, Any] = {

@@ -227,6 +227,16 @@ class WorldLoop(asyncio.BaseEventLoop):
         self._signals: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
         self._tasks_seen: set[asyncio.Task[Any]] = set()
         self._helper_of: dict[object, asyncio.Task[Any] | None] = {}
+        self.install_lockstep()
+
+    @staticmethod
+    def install_lockstep() -> None:
+        """Make the process ready for lockstep threads (``_lockstep``): ``time.sleep``, ``threading.Event.wait`` and
+        a blocked lock's acquire in one are the world's, and the locks made from now on hand off (``_handoff``).
+        Once per process; a loop does it when made, an asyncio ``Operator`` when built."""
+        from ._lockstep import install
+
+        install()
 
     # ------------------------------------------------------------------ running
     async def run(self, coro: Awaitable[T]) -> T:
