@@ -372,11 +372,14 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
         repeats.discard(last_read)
     # what the harm depends on across actors is never "less telling": the user's writes a controller's deciding read
     # read (a delete and a re-create that make a by-name write wrong), ranked right after the write the oracle read
-    needed = {w for reader, edges in sl.edges.items() if reader != _ORACLE and rec_of.get(reader) is not None
-              and rec_of[reader].actor != "main" for w, a in edges
-              if w in lines_of and rec_of[w].actor == "main" and not a.resource.startswith(("memory", "wake"))}
-    # and the harmful actor's own reads of what the oracle judges (the value its write adopted: a stale pairing)
+    # (of what the oracle judges, and past its first write: a delete, a re-create, an update, never the set-up)
     judged = {a.resource for a in oracle if not a.resource.endswith(" *")}
+    first_write = {res: log.at[0][0] for res, log in sl.writers.items() if log.at}
+    needed = {w for reader, edges in sl.edges.items() if reader == _ORACLE or (
+              rec_of.get(reader) is not None and rec_of[reader].actor != "main") for w, a in edges
+              if w in lines_of and rec_of[w].actor == "main" and a.resource in judged
+              and first_write.get(a.resource) != w}
+    # and the harmful actor's own reads of what the oracle judges (the value its write adopted: a stale pairing)
     harm_step = max((w for w, _a in sl.edges.get(_ORACLE, ()) if w in rec_of), default=None)  # the last to change it
     harmer = rec_of[harm_step].actor if harm_step is not None else None
     if harm_step is not None and harm_step in lines_of:
