@@ -131,7 +131,7 @@ class _Server:
         apis = apiservers_of(world)
         api = apis[0] if apis else APIServer(world)
         self.handler = APIHandler(api, epoch=time.time())
-        await start_cluster(self.handler)  # the system namespaces, the namespace controller, the garbage collector
+        await start_cluster(self.handler)  # the namespace controller and the garbage collector
         assert world._nursery is not None
         listeners = await trio.open_tcp_listeners(self.port, host="127.0.0.1")
         port = listeners[0].socket.getsockname()[1]
