@@ -43,7 +43,7 @@ def test_relist_events_are_notes_in_the_trace() -> None:
 
 def test_predicate_verdicts_are_notes() -> None:
     async def status_only(world: h.World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         inf = Informer(world, api, "Certificate")
         queue: list[str] = []
 
@@ -167,7 +167,7 @@ def _accesses(trace: Trace) -> list[Access]:
 
 
 async def _lister_reads(world: h.World) -> None:
-    api = APIServer(world)
+    api = APIServer(world, namespaces=("ns",))
     pods = Informer(world, api, "Pod", name="ctrl/informer/Pod")
     pods.start()
     await pods.wait_for_cache_sync()
@@ -305,7 +305,7 @@ def test_violation_text_never_cut() -> None:
 
     @h.scenario
     async def wordy(world: h.World, *, fixed: bool = False) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         await api.create(KubeObject("ConfigMap", "default", "c"))
         world.at_end(lambda: fixed or long, "every pod settles")
 

@@ -346,7 +346,7 @@ def test_a_runaway_page_is_not_replayed_for_object_state(tmp_path: Path) -> None
 
     @h.scenario
     async def spins(world: h.World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         await api.create(KubeObject("ConfigMap", "ns", "a"))
         while api.peek("ConfigMap", "ns", "b") is None:
             await world.sleep(0.1, "user waits until b exists")
