@@ -143,6 +143,8 @@ class APIServer(Registry):
         self.calls: dict[tuple[str, str], int] = {}
         self.errors: dict[tuple[str, str, int], int] = {}
         self._bootstrap_namespaces((*SYSTEM_NAMESPACES, *namespaces))
+        #: the revision the cluster's own objects (its namespaces) end at: what the run starts from, not its changes
+        self.bootstrap_revision = self._rv
         # Reports find the run's apiservers here to snapshot objects per step (harness.report).
         world.state.setdefault("_kube_apiservers", []).append(self)
 
