@@ -26,3 +26,22 @@ _COMMON = dict(
 settings.register_profile("race-ci", derandomize=True, max_examples=100, **_COMMON)  # type: ignore[arg-type]
 settings.register_profile("race-hunt", derandomize=False, max_examples=5000, **_COMMON)  # type: ignore[arg-type]
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "race-ci"))
+
+
+# A subprocess's timeout in a test is a watchdog against a hang, set generously (minutes where the command takes
+# seconds): crossing it says the machine is too slow or too loaded, never that the harness is wrong. Said as such.
+import subprocess  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> object:
+    try:
+        return (yield)
+    except subprocess.TimeoutExpired as exc:
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
+        cmd = exc.cmd if isinstance(exc.cmd, str) else " ".join(map(str, exc.cmd))
+        pytest.fail(f"too slow on this machine: {cmd[:200]} did not finish within its watchdog of {exc.timeout:g} s "
+                    f"(load average {load}); a hang or an overloaded machine, not a verdict of this test",
+                    pytrace=False)

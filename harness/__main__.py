@@ -2,6 +2,8 @@
 
 import signal
 
+from ._errors import HarnessError
+
 try:
     import sys
 
@@ -19,6 +21,11 @@ try:
     # by signal; everything is written by now, so ignore it (an ignored signal stays ignored at shutdown).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise SystemExit(code)
+except HarnessError as exc:  # raised while the CLI was imported: a dependency at an untested version (_tested.py)
+    import sys
+
+    print(f"python -m harness: error: {exc}", file=sys.stderr)
+    raise SystemExit(2) from None
 except KeyboardInterrupt:  # before the CLI took over Ctrl-C (while Python was still importing it)
     import sys
 

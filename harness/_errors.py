@@ -19,6 +19,12 @@ exceptions: they are :class:`harness.Violation` values carried by a counterexamp
 
 from __future__ import annotations
 
+#: The audit event (``sys.audit``) a part of the harness raises when a file a scenario named is not there and the
+#: part looked for it without opening it (an existence check): ``(path,)``. Python's own ``open`` and process
+#: events cover the rest; a replay of a report folder's copy of a scenario listens to them all, to name the file
+#: the folder lacks (``harness/explore/_beside.py``).
+FILE_NOT_FOUND_EVENT = "race_harness.file_not_found"
+
 
 class HarnessError(Exception):
     """Base class of every error the harness raises on purpose."""

@@ -14,6 +14,13 @@ SIGTERM (``timeout``, ``kill``, a CI job cancelled) is handled the same way:
 the findings are kept, the summary and the JSON lines are printed, and the
 process exits with 143 (128 + 15) instead of 130.
 
+Operator processes (``ExternalOperator``) run on the real clock: a stop
+requested while the scheduler waits for one ends that run at once as
+interrupted (the wait looks every half second at most), and the run's end
+ends the process with all it started. The second signal's ``os._exit`` skips
+every ``finally``, so it first kills every operator process still registered
+and removes their folders (``harness._processes.end_all``).
+
 Rejected: restricting KeyboardInterrupt to Trio checkpoints (Trio's
 ``restrict_keyboard_interrupt_to_checkpoints``) -- the scheduler's hand-offs
 are checkpoints too, so a run could still stop half-way and lose its trace.
@@ -111,7 +118,12 @@ def sigint_requests_stop(second: Callable[[], str] | None = None) -> Iterator[No
             try:
                 os.write(2, (line.rstrip("\n") + "\n").encode("utf-8", "replace"))
             finally:
-                os._exit(EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED)
+                try:  # os._exit skips every finally: the operator processes and their folders go first
+                    from ._processes import end_all
+
+                    end_all()
+                finally:
+                    os._exit(EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED)
         _signal = signal.Signals(signum)
         request_stop()
         # answered at once, even while a run is busy: the run in hand ends first (a CPU loop that never yields
@@ -148,4 +160,18 @@ def end_of_startup() -> None:
     """
     if getattr(signal.getsignal(signal.SIGINT), "__name__", "") == "_startup_interrupt":
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, _terminated)
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM to a command that does not handle it itself (``replay``, ``live``): exit 143 at once, as the default
+    action would, but first end the operator processes its runs started (``harness._processes``)."""
+    try:
+        os.write(2, b"python -m harness: terminated (SIGTERM); nothing was written\n")
+    finally:
+        try:
+            from ._processes import end_all
+
+            end_all()
+        finally:
+            os._exit(EXIT_TERMINATED)

@@ -60,7 +60,12 @@ def _hunt(args: argparse.Namespace) -> int:
         )
 
     with sigint_requests_stop(second):
-        return _hunt_checked(args, kept)
+        try:
+            return _hunt_checked(args, kept)
+        finally:  # whatever way it leaves (an exception no run caught): no operator process nor its folder stays
+            from .._processes import end_all
+
+            end_all()
 
 
 def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
@@ -68,6 +73,9 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
     from ..explore import Budget
 
     budget = Budget.parse(args.budget) if args.budget is not None else None
+    if getattr(args, "proof_budget", 5000) < 1:
+        raise UsageError(f"--proof-budget {args.proof_budget}: give the runs the minimality proof may take for each "
+                         "entry, 1 or more (default 5000)")
     if getattr(args, "yield_timeout", None) is not None:
         _set_yield_timeout(args.yield_timeout)
     if args.strategy is not None:
@@ -81,6 +89,14 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
     cluster = _check_cluster(args)
     names = list(args.targets) or list(_registered())
     if not names:
+        from ..explore import skipped_races
+
+        skipped = skipped_races()
+        if skipped:  # installed, but their modules fail to import: say which import, not "install the project"
+            raise UsageError(f"no races could be loaded: {skipped[0]}"
+                             + (f" (and {len(skipped) - 1} more entry points alike)" if len(skipped) > 1 else "")
+                             + ". Install what that import needs (pip install -e . installs every dependency of "
+                             "the project's own races), or name a scenario as path/to/file.py:function")
         raise UsageError(
             "no races are registered: install the project (pip install -e .) so the race_harness.races entry "
             "points are read, or name a scenario as package.module:function or path/to/file.py:function"
@@ -212,6 +228,7 @@ def _hunt_one(
                 seed=args.seed,
                 progress=hook,
                 level_progress=live.levels if live is not None else None,
+                proof_budget=getattr(args, "proof_budget", 5000),
                 faults=_faults_for(args, t) if getattr(args, "plan_entries", None) is None or args.faults else "all",
                 shard_runner=shard_runner,
                 **t.params_by_variant[variant],
@@ -371,12 +388,14 @@ def _model_error(result: Any, params: dict[str, Any], expect: str | None) -> str
 
 
 def _copy_scenario_file(cx: Any, copy: Path, label: str) -> None:
-    """A file-based scenario is copied next to its trace, which then names the copy and its SHA-256.
+    """A file-based scenario is copied next to its trace, which then names the copy, its SHA-256 and the original.
 
-    The report folder is then self-contained: copied elsewhere (a CI artifact),
-    its traces still replay, and a replay runs exactly the file that was hunted
-    (the trace's checksum covers the copy's SHA-256). A scenario of an installed
-    module or a registered race is named by its module, as before.
+    A replay runs the original where it was hunted while its SHA-256 is the
+    recorded one (``Path(__file__).parent / "operator.py"`` then finds the
+    operator beside it); the copy is the fallback, so the report folder copied
+    elsewhere (a CI artifact) still replays, exactly the file that was hunted
+    (the trace's checksum covers the SHA-256 and the original's path). A
+    scenario of an installed module or a registered race is named by its module.
     """
     import hashlib
 
@@ -403,6 +422,8 @@ def _copy_scenario_file(cx: Any, copy: Path, label: str) -> None:
     _NAMED[ref] = resolve_scenario(cx.scenario)  # this process keeps running the function it already loaded
     cx.scenario = ref
     cx.scenario_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # where it was hunted: a replay runs it there while it is unchanged, so the files beside it resolve
+    cx.scenario_origin = Path(where).resolve().as_posix()
 
 
 def _print_facts(cx: Any, label: str) -> None:

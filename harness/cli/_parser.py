@@ -39,11 +39,13 @@ _EXIT_CODES = {
     ),
     "replay": (
         "exit codes:\n"
-        "  0    the replay reproduced the trace (same steps, same violation); with --runs N, every run did\n"
+        "  0    the replay reproduced the trace (its digest: the same trace byte for byte; with operator\n"
+        "       processes, the same API order and violation); with --runs N, every run did\n"
         "  1    the replay diverged: the scenario changed since the trace was written (with --runs N: a\n"
         "       run diverged; the line says how many of the N reproduced)\n"
         "  2    bad usage or a bad trace file (missing, not a trace, edited or damaged, or naming a\n"
-        "       scenario not marked with @harness.scenario)\n"
+        "       scenario not marked with @harness.scenario), or a file the scenario finds beside\n"
+        "       itself missing from the report folder (the message names it)\n"
         "  130  interrupted"
     ),
     "live": (
@@ -111,8 +113,13 @@ def _parser() -> _Parser:
         "crash,watch_drop; without it, each registered race's own choice (the guide's 'The documented races') "
         f"(kinds: {', '.join(FAULT_KINDS)})",
     )
-    h.add_argument("--budget", default=None, help="RUNS (e.g. 500) or SECONDSs (e.g. 30s); default: per race; for a "
-                   "scenario of yours 1,000 runs (exhaustive: no cap, it runs to its verdict)")
+    h.add_argument("--budget", default=None, help="the search's budget until its first failure: RUNS (e.g. 500) or "
+                   "SECONDSs (e.g. 30s); default: per race; for a scenario of yours 1,000 runs (exhaustive: no cap, "
+                   "it runs to its verdict). A failure found is then shrunk (at most 2,000 runs) and proved minimal "
+                   "(--proof-budget), each counted apart on the verdict's line")
+    h.add_argument("--proof-budget", default=5000, type=int, metavar="RUNS",
+                   help="runs the minimality proof may take for each entry of the shrunk plan (a plan of k entries: "
+                   "k times this, for three entries at most; default 5,000); a proof cut by it says what it covered")
     h.add_argument(
         "--plan", default=None, metavar="PLAN.json",
         help="run TARGET once under a hand-written plan (a JSON list of fault/hold/pick entries, or a trace file) "

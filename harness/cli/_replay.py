@@ -43,28 +43,47 @@ def _replay(args: argparse.Namespace) -> int:
     if diverged is not None:
         # a replay reads as a replay: what was replayed and where it left the trace, never a search's words
         raise ReplayDivergence(f"replayed trace {target}: {diverged[1]}", step=diverged[0])
-    head = f"replaying trace {target}: {cx.scenario}({_fmt({**(cx.defaults or {}), **cx.params})})"
+    head = f"replaying trace {target}: {cx.runs_ref}({_fmt({**(cx.defaults or {}), **cx.params})})"
+    rule, why = _rule(cx, out)
+    same = f"same violation, {rule}"
     if getattr(args, "story", False) and not args.json:
         from ..explore._story import tell
 
         print(printable(head))
         print(printable(tell(cx, out.trace)))
-        print(printable(f"replayed trace {target}: same violation; {_n(cx.deviations, 'deviation')}, "
-                        f"{_n(out.steps, 'step')}, digest {out.trace.digest()[:16]}"))
+        print(printable(f"replayed trace {target}: {same}; {_n(cx.deviations, 'deviation')}, "
+                        f"{_n(out.steps, 'step')}, digest {out.trace.digest()[:16]}{why}"))
         return 0
-    _print_replay(args, head, out, cx.deviations, verdict=f"replayed trace {target}: same violation")
+    _print_replay(args, head, out, cx.deviations, verdict=f"replayed trace {target}: {same}", why=why)
     return 0
 
 
+def _rule(cx: Any, out: Any) -> tuple[str, str]:
+    """How the replay was compared with the trace: the verdict's words, and why when it was not by digest."""
+    if cx.compares_digests(out):
+        return "same digest", ""
+    if out.outside_seconds:
+        return "same API order", (" (a run with operator processes is compared at the API boundary: the same "
+                                  "requests and deliveries in the same order with the same choices, not by digest)")
+    return "same steps", f" (a trace of format version {cx.format_version} is compared step by step, not by digest)"
+
+
 def _replay_runs(args: argparse.Namespace, cx: Any, target: str) -> int:
-    """``replay TRACE --runs N``: the trace N times, each a fresh run (fresh operator processes); how many took the
-    same steps to the same violation. A run with processes outside the world reproduces at the API boundary only as
-    far as their own threads allow: this says how far, measured."""
+    """``replay TRACE --runs N``: the trace N times, each a fresh run (fresh operator processes); how many reproduced.
+
+    A run inside the world reproduces when its digest is the trace's (the same
+    trace byte for byte), so one run in a different step is "diverged at step N"
+    however often it is tried. A run with operator processes outside the world
+    reproduces at the API boundary only as far as their own threads allow: it
+    counts when it made the same requests and deliveries in the same order with
+    the same choices, to the same violation (:meth:`Counterexample.divergence`),
+    and this says how often, measured."""
     import sys
     import time
 
     reproduced = 0
     first: str | None = None
+    rule = ""
     started = time.perf_counter()
     for i in range(args.runs):
         try:
@@ -78,6 +97,8 @@ def _replay_runs(args: argparse.Namespace, cx: Any, target: str) -> int:
         except Exception as exc:
             raise TraceFileError(f"{target} could not be replayed: {type(exc).__name__}: {_one_line(exc)}") from None
         diverged = cx.divergence(out)
+        rule = rule or ("by digest" if cx.compares_digests(out) else "at the API boundary" if out.outside_seconds
+                        else "step by step")
         if diverged is None:
             reproduced += 1
         elif first is None:
@@ -86,9 +107,9 @@ def _replay_runs(args: argparse.Namespace, cx: Any, target: str) -> int:
             print(printable(f"run {i + 1}: {'reproduced' if diverged is None else diverged[1]}"), file=sys.stderr)
     seconds = time.perf_counter() - started
     line = (f"replayed trace {target}: reproduced {reproduced} of {args.runs} "
-            f"({cx.violation.describe()}; {seconds:.1f} s)")
+            f"({cx.violation.describe()}; compared {rule}; {seconds:.1f} s)")
     if args.json:
-        print(json.dumps({"replayed": line, "reproduced": reproduced, "runs": args.runs,
+        print(json.dumps({"replayed": line, "reproduced": reproduced, "runs": args.runs, "compared": rule,
                           "violation": cx.violation.describe(), "first_divergence": first,
                           "seconds": round(seconds, 3)}))
     else:
@@ -123,7 +144,8 @@ def _replay_scenario(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_replay(args: argparse.Namespace, head: str, out: Any, deviations: int, *, verdict: str | None = None) -> None:
+def _print_replay(args: argparse.Namespace, head: str, out: Any, deviations: int, *, verdict: str | None = None,
+                  why: str = "") -> None:
     """The steps, then one closing line: ``verdict`` for a trace file ("replayed trace X: same violation")."""
     violation = out.violation.describe() if out.violation else None
     if args.json:
@@ -138,37 +160,30 @@ def _print_replay(args: argparse.Namespace, head: str, out: Any, deviations: int
         print(printable(head))
         print(printable(out.trace.render(notes=True)))
         print(printable(f"=> {violation or 'no violation'}"))
-        tail = f"{_n(deviations, 'deviation')}, {_n(out.steps, 'step')}, digest {out.trace.digest()[:16]}"
+        tail = f"{_n(deviations, 'deviation')}, {_n(out.steps, 'step')}, digest {out.trace.digest()[:16]}{why}"
         print(printable(f"{verdict} ({violation}); {tail}" if verdict is not None else tail))
 
 
 def _say_if_the_hunted_file_changed(cx: Any, target: str) -> None:
     """On stderr, before anything runs: the model file the trace was hunted from has changed since.
 
-    A hunt copies a file scenario beside its trace and the trace names the copy
-    (so a report folder replays anywhere); a user who fixed the model and
+    A replay runs the hunted file where it was hunted while it is unchanged,
+    and else the copy saved beside the trace; a user who fixed the model and
     replays sees the old model run, and was told so only by the path on the
-    first line. The trace is untrusted: only a relative ``.py`` path under the
-    current folder is read, and only to compare its SHA-256 with the copy's.
+    first line. The hunted file was read only to compare its SHA-256 with the
+    recorded one (``Counterexample.load``).
     """
-    import hashlib
     import sys
 
-    hunted = cx.meta.get("hunted_file")
-    if not isinstance(hunted, str) or not hunted.endswith(".py") or cx.scenario_sha256 is None:
+    hunted = cx.hunted_path
+    if cx.copy_file is None or cx.hunted_ref is not None or hunted is None or not hunted.is_file():
         return
-    file = Path(hunted)
-    try:
-        if file.is_absolute() or not file.resolve().is_relative_to(Path.cwd().resolve()) or not file.is_file():
-            return
-        now = hashlib.sha256(file.read_bytes()).hexdigest()
-    except (OSError, ValueError):
-        return
-    if now == cx.scenario_sha256:
-        return
+    shown = cx.meta.get("hunted_file")
+    if not isinstance(shown, str) or Path(shown).resolve() != hunted.resolve():
+        shown = str(hunted)
     copy, _, qualname = cx.scenario.rpartition(":")
     print(printable(
-        f"note: {hunted} has changed since {target} was hunted; this replays the copy saved beside the trace "
+        f"note: {shown} has changed since {target} was hunted; this replays the copy saved beside the trace "
         f"({Path(copy).name}), the model as it was hunted. To try your change, hunt it again: "
-        f"python -m harness hunt {hunted}:{qualname} --variant both (or run this trace's plan on it: "
-        f"python -m harness hunt {hunted}:{qualname} --plan {target})"), file=sys.stderr)
+        f"python -m harness hunt {shown}:{qualname} --variant both (or run this trace's plan on it: "
+        f"python -m harness hunt {shown}:{qualname} --plan {target})"), file=sys.stderr)

@@ -15,6 +15,7 @@ from ._scenarios import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
 from ._scenarios import Race as Race
 from ._scenarios import registered_races as registered_races
 from ._scenarios import scenario as scenario
+from ._scenarios import skipped_races as skipped_races
 from ._strategies import DEFAULT_STRATEGY as DEFAULT_STRATEGY
 from ._strategies import PCT as PCT
 from ._strategies import STRATEGIES as STRATEGIES
@@ -31,7 +32,7 @@ from ._strategies import make_strategy as make_strategy
 __all__ = [
     "PCT", "STRATEGIES", "Budget", "Counterexample", "Exhaustive", "Hypothesis", "Random", "Replay", "Result",
     "Strategy", "explore", "make_strategy", "resolve_scenario", "scenario_ref",
-    "ENTRY_POINT_GROUP", "Race", "registered_races", "scenario",
+    "ENTRY_POINT_GROUP", "Race", "registered_races", "skipped_races", "scenario",
     "DEFAULT_STRATEGY", "STRATEGY_FORMS", "Canonical", "Portfolio", "describe_faults", "parse_faults",
     "read_plan", "run_plan",
 ]

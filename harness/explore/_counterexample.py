@@ -42,6 +42,7 @@ from ..sim import (
     identity_label,
     run_once,
 )
+from ._beside import hunted_place, missing_beside, watching
 from ._references import file_of_module, portable_ref, split_ref
 from ._references import resolve as resolve_marked
 from ._scenarios import name_of
@@ -71,6 +72,10 @@ _SIGNED_BEFORE_3 = tuple(f for f in SIGNED_FIELDS if f != "defaults")
 #: file a hunt copied next to the trace, so a replay of the copy runs exactly what was hunted
 SCENARIO_SHA256 = "scenario_sha256"
 
+#: signed when the file holds it: the absolute path of the scenario file the hunt ran (the one copied), so a replay
+#: runs it there while it is unchanged and the files it finds beside itself resolve (``_beside.py``)
+SCENARIO_ORIGIN = "scenario_origin"
+
 #: trace files larger than this are refused unread (a 200,000-step trace, the default limit, is ~40 MB)
 MAX_TRACE_BYTES = 128 * 2**20
 
@@ -83,8 +88,9 @@ def checksum(raw: Mapping[str, Any]) -> str:
     """
     old = isinstance(raw.get("version"), int) and raw.get("version") in (1, 2)
     signed = {k: raw.get(k) for k in (_SIGNED_BEFORE_3 if old else SIGNED_FIELDS)}
-    if SCENARIO_SHA256 in raw:
-        signed[SCENARIO_SHA256] = raw[SCENARIO_SHA256]
+    for extra in (SCENARIO_SHA256, SCENARIO_ORIGIN):
+        if extra in raw:
+            signed[extra] = raw[extra]
     return hashlib.sha256(json.dumps(signed, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 Scenario = Callable[..., Awaitable[object]]
@@ -188,6 +194,15 @@ class Counterexample:
     defaults: dict[str, Any] | None = None
     #: the SHA-256 of the scenario file the trace names, when a hunt copied it next to the trace (None: not copied)
     scenario_sha256: str | None = None
+    #: the absolute path of the file the hunt copied (None: not copied, or a trace older than this record)
+    scenario_origin: str | None = None
+    #: the trace format version the counterexample was read from (a digest compares only within one version)
+    format_version: int = FORMAT_VERSION
+    #: where a replay runs a hunted file: the hunted place when it is there unchanged, else None (see ``_beside``)
+    hunted_ref: str | None = field(default=None, compare=False, repr=False)
+    #: the copy saved beside the trace, and where it was hunted (None: unknown), when the trace names a copy
+    copy_file: Path | None = field(default=None, compare=False, repr=False)
+    hunted_path: Path | None = field(default=None, compare=False, repr=False)
 
     def told(self) -> Trace:
         """This run once more with notes (what the kube layer and the model noted inside each step), cached.
@@ -255,12 +270,18 @@ class Counterexample:
         return f"python -m harness replay {where}"
 
     # --------------------------------------------------------------- replay
+    @property
+    def runs_ref(self) -> str:
+        """The scenario a replay runs: the hunted file where it was hunted, when it is there unchanged; else
+        :attr:`scenario` (the copy beside the trace, a module, a file)."""
+        return self.hunted_ref or self.scenario
+
     def _scenario_fn(self) -> Scenario:
         """The scenario, resolved; a hunt's copy of a model file names its lines as the hunted file did."""
-        fn = resolve_scenario(self.scenario)
+        fn = resolve_scenario(self.runs_ref)
         hunted = self.meta.get("hunted_file") if isinstance(self.meta, dict) else None
-        if isinstance(hunted, str):
-            alias_model_file(self.scenario.rpartition(":")[0], hunted)
+        if self.hunted_ref is None and (isinstance(hunted, str) or self.scenario_origin is not None):
+            alias_model_file(self.scenario.rpartition(":")[0], self.scenario_origin or str(hunted))
         return fn
 
     def replay(
@@ -274,13 +295,45 @@ class Counterexample:
         (reports snapshot model state with it); it must not change the run.
         ``notes=True`` records what happened inside the steps (the same run).
         """
-        fn = self._scenario_fn()
-        chooser: Any = PlanChooser(self.plan) if self.plan is not None else ReplayChooser(self.choices)
-        out = run_once(fn, chooser, params=self.params, limits=self.limits, observer=observer, faults=self.faults,
-                       notes=notes)
+        if self.copy_file is None or self.hunted_ref is not None:
+            out = self._run(observer, notes)
+        else:  # the report folder's copy: name the files beside the hunted one that this folder lacks
+            with watching(self.copy_file.parent) as missing:
+                try:
+                    out = self._run(observer, notes)
+                except Exception:
+                    if missing:
+                        raise TraceFileError(self._missing_beside(missing)) from None
+                    raise
+            if missing and self.divergence(out) is not None:
+                raise TraceFileError(self._missing_beside(missing))
         if check:
             self._check_same(out)
         return out
+
+    def _run(self, observer: Callable[[Any, Any], None] | None, notes: bool) -> RunOutcome:
+        fn = self._scenario_fn()
+        chooser: Any = PlanChooser(self.plan) if self.plan is not None else ReplayChooser(self.choices)
+        return run_once(fn, chooser, params=self.params, limits=self.limits, observer=observer, faults=self.faults,
+                        notes=notes)
+
+    def _missing_beside(self, missing: Mapping[str, None]) -> str:
+        assert self.copy_file is not None and self.scenario_sha256 is not None
+        if self.scenario_origin is None:  # an older trace: where it was hunted is known only relative to that folder
+            hunted = self.meta.get("hunted_file")
+            return missing_beside(list(missing), self.copy_file, None, self.scenario_sha256,
+                                  hunted if isinstance(hunted, str) else None)
+        return missing_beside(list(missing), self.copy_file, self.hunted_path, self.scenario_sha256)
+
+    def compares_digests(self, out: RunOutcome) -> bool:
+        """Whether a replay ``out`` must have this trace's digest, byte for byte: every run inside the world does.
+
+        A run with operator processes outside the world (``ExternalOperator``: it waited for them,
+        ``outside_seconds``) is compared at the API boundary instead: the same actions in the same order with the
+        same choices, to the same violation (:meth:`divergence`), since their threads run on the real clock. A
+        trace of an older format is compared that way too (its times were rounded otherwise).
+        """
+        return not out.outside_seconds and self.format_version == FORMAT_VERSION
 
     def _check_same(self, out: RunOutcome) -> None:
         found = self.divergence(out)
@@ -298,7 +351,12 @@ class Counterexample:
         old, new = self.trace, out.trace
         why: str | None = None
         step = 0
+        exact = self.compares_digests(out)
         for i in range(min(len(old), len(new))):
+            if exact and old[i].to_json() != new[i].to_json() and old[i].same_action(new[i]) and \
+                    old[i].choice == new[i].choice:  # the same action taken, but not the same step: another digest
+                step, why = old[i].step, _another_step(old, new, i)
+                break
             if not old[i].same_action(new[i]) or old[i].choice != new[i].choice:
                 step = old[i].step
                 why = (
@@ -326,8 +384,8 @@ class Counterexample:
             return step, (
                 f"{why}. The scenario file is the one this trace was hunted with (its SHA-256 matches), so the "
                 "trace itself was changed after the hunt (edited, its digest recomputed), or the model depends on "
-                "something outside the harness (the wall clock, a global left from another run); re-run the hunt "
-                "to get a fresh counterexample."
+                "something outside the harness (the wall clock, a file it reads, a global left from another run); "
+                "re-run the hunt to get a fresh counterexample."
             )
         return step, (f"{why}. The scenario changed since this trace was saved, or the trace was edited after the "
                       "hunt; re-run the hunt to get a fresh counterexample.")
@@ -443,6 +501,8 @@ class Counterexample:
         }
         if self.scenario_sha256 is not None:
             out[SCENARIO_SHA256] = self.scenario_sha256
+        if self.scenario_origin is not None:
+            out[SCENARIO_ORIGIN] = self.scenario_origin
         out["checksum"] = checksum(out)
         # for a reader of the file only: load() never reads them back (a replay tells the run afresh), so they
         # are outside the checksum and nothing in them can reach a replay
@@ -523,6 +583,8 @@ class Counterexample:
                 proof=str(raw.get("proof") or ""),
                 defaults=None if raw.get("defaults") is None else dict(raw["defaults"]),
                 scenario_sha256=None if raw.get(SCENARIO_SHA256) is None else str(raw[SCENARIO_SHA256]),
+                scenario_origin=None if raw.get(SCENARIO_ORIGIN) is None else str(raw[SCENARIO_ORIGIN]),
+                format_version=int(raw["version"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise TraceFileError(f"{p} is missing or has a malformed field ({type(exc).__name__}: {exc}). {hint}") from None
@@ -538,7 +600,14 @@ class Counterexample:
             file = (p.parent / where).resolve()
             ref = f"{file.as_posix()}:{qualname}"
             if ref not in _NAMED:  # a scenario this process named itself (a hunt's own shards) is not the file's say
-                _check_scenario_file(p, where, file, cx.scenario_sha256, hint)
+                if cx.scenario_sha256 is not None:  # a hunt's copy: run the hunted file where it was hunted, if it can
+                    hunted, cx.hunted_path = hunted_place(cx.scenario_origin, cx.meta.get("hunted_file"),
+                                                          cx.scenario_sha256)
+                    cx.copy_file = file
+                    if hunted is not None and hunted.resolve() != file:
+                        cx.hunted_ref = f"{hunted.as_posix()}:{qualname}"
+                if cx.hunted_ref is None:
+                    _check_scenario_file(p, where, file, cx.scenario_sha256, hint)
             cx.scenario = ref
         return cx
 
@@ -590,6 +659,20 @@ def _check_scenario_file(p: Path, where: str, file: Path, sha256: str | None, hi
             f"{p} was hunted with another version of {file.name}: the file's SHA-256 is not the one the trace "
             f"recorded, so a replay would not run what was hunted. Restore the file, or re-run the hunt. {hint}"
         )
+
+
+def _another_step(old: Trace, new: Trace, i: int) -> str:
+    """Step ``i`` took the recorded action with the recorded choice, and yet differs (time, resourceVersion,
+    enabled set, displaced action): the replay's digest is not the trace's, which a replay inside the world never
+    allows (a trace is its digest: same choices, same trace byte for byte)."""
+    a, b = old[i].to_json(), new[i].to_json()
+    fields = {"time": "virtual time", "rv": "resourceVersion", "enabled": "number of enabled actions",
+              "instead": "displaced action", "step": "step number"}
+    what = " and ".join(name for key, name in fields.items() if a.get(key) != b.get(key))
+    recorded, took = (" ".join(t[i].describe().split()) for t in (old, new))
+    return (f"diverged at step {old[i].step} because the trace recorded '{recorded}' but the replay took '{took}': "
+            f"the same action, at another {what} (the replay's digest {new.digest()[:16]} is not the trace's "
+            f"{old.digest()[:16]})")
 
 
 def _read_json(p: Path, hint: str) -> Any:

@@ -265,6 +265,7 @@ def explore(
         first_found_seconds=first_found_seconds,
         shrink_runs=shrink_runs,
         proof_runs=proof_runs,
+        proof_budget=proof_budget if prove_minimal else None,
         notes=notes,
         found_by=found_by,
         space=runner.space(),

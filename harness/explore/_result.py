@@ -29,6 +29,8 @@ class Result:
     #: runs the shrinker and the minimality proof took after the search found it (None: nothing found or shrunk)
     shrink_runs: int | None = None
     proof_runs: int | None = None
+    #: the runs the minimality proof may take for one entry (``explore(proof_budget=...)``; k entries: k times that)
+    proof_budget: int | None = None
     notes: list[str] = field(default_factory=list)
     #: the portfolio member (or strategy) whose run first failed
     found_by: str | None = None
@@ -88,7 +90,7 @@ class Result:
             by = f" by {self.found_by}" if self.found_by else ""
             return (
                 f"{pre}: found{by} {cx.violation.describe()} in {cx.deviations} "
-                f"{_plural(cx.deviations, 'deviation')}{proof}, {cx.steps} steps"
+                f"{_plural(cx.deviations, 'deviation')}{proof}, {cx.steps} steps{self._phases()}"
             )
         if self.verdict == "proved-clean":
             return (
@@ -103,6 +105,16 @@ class Result:
         early = f"; {self.notes[0]}" if self.notes and "exhaustive search stopped" in self.notes[0] else ""
         space = f" ({self.space})" if self.space else ""
         return f"{where}{space}: clean (not a proof){bound}{early}"
+
+    def _phases(self) -> str:
+        """"; found at run 3, shrink 12 runs, proof 40 runs (proof budget 5,000 runs an entry)": what each budget
+        bounded, since ``runs`` counts all three and ``--budget`` bounds only the search."""
+        if self.first_found_run is None or self.shrink_runs is None:
+            return ""
+        budget = f" (proof budget {self.proof_budget:,} runs an entry)" if self.proof_budget and self.proof_runs else ""
+        return (f"; found at run {self.first_found_run:,}, shrink {self.shrink_runs:,} "
+                f"{_plural(self.shrink_runs, 'run')}, proof {self.proof_runs or 0:,} "
+                f"{_plural(self.proof_runs or 0, 'run')}{budget}")
 
     def __str__(self) -> str:
         return self.outcome

@@ -112,6 +112,7 @@ class Race:
 
 _REGISTRY: dict[str, Race] | None = None
 _EXTRA: dict[str, Race] = {}
+_SKIPPED: list[str] = []
 
 
 def _entry_points() -> list[Any]:
@@ -163,24 +164,29 @@ def registered_races() -> dict[str, Race]:
     if races is None:
         races = {}
         complete = True
+        _SKIPPED.clear()
         for ep in _entry_points():
             try:
                 found = _races_in(ep.load())
             except Exception as exc:
                 complete = False  # not cached: a module imported half-way now may load next time
-                warnings.warn(
-                    f"race-harness: skipped the races of entry point {ep.name} = {ep.value!r} "
-                    f"({_dist_name(ep) or 'unknown package'}): {type(exc).__name__}: {exc}. "
-                    "Fix that module or uninstall its package.",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
+                why = (f"the races of entry point {ep.name} = {ep.value!r} ({_dist_name(ep) or 'unknown package'}) "
+                       f"could not be loaded: {type(exc).__name__}: {exc}")
+                _SKIPPED.append(why)
+                warnings.warn(f"race-harness: skipped {why}. Fix that module or uninstall its package.",
+                              RuntimeWarning, stacklevel=2)
                 continue
             for race in found:
                 races.setdefault(race.name, race)
         if complete:
             _REGISTRY = races
     return {**races, **{k: v for k, v in _EXTRA.items() if k not in races}}
+
+
+def skipped_races() -> list[str]:
+    """Why each entry point that could not be loaded was skipped (by the last :func:`registered_races`), so that
+    "no races are registered" can name the import that failed rather than guess."""
+    return list(_SKIPPED)
 
 
 def add_races(races: Iterable[Race]) -> None:

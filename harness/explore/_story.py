@@ -95,6 +95,9 @@ class Story:
     #: for each of ``entries``, the index of its entry in the counterexample's plan (the plan's order is the
     #: search's, the story's is the run's: a page that pairs a line with its plan entry's steps needs both)
     entry_plan: tuple[int, ...] = ()
+    #: the harm, in words: the write of a controller that the violated oracle read last, the reads that decided it
+    #: and where each read's value came from (None: the oracle read no controller's write the run recorded)
+    harm: str | None = None
 
     def __str__(self) -> str:
         return "\n".join(self.lines)
@@ -367,7 +370,35 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
     last_read = next((w for w, _a in reversed(sl.edges.get(_ORACLE, ())) if w in lines_of), None)
     if last_read is not None and room:
         repeats.discard(last_read)
-    rank = sorted((s for s in lines_of if s not in repeats), key=lambda s: (s != last_read, -scores[s], -s))
+    # what the harm depends on across actors is never "less telling": the user's writes a controller's deciding read
+    # read (a delete and a re-create that make a by-name write wrong), ranked right after the write the oracle read
+    needed = {w for reader, edges in sl.edges.items() if reader != _ORACLE and rec_of.get(reader) is not None
+              and rec_of[reader].actor != "main" for w, a in edges
+              if w in lines_of and rec_of[w].actor == "main" and not a.resource.startswith(("memory", "wake"))}
+    # and the harmful actor's own reads of what the oracle judges (the value its write adopted: a stale pairing)
+    judged = {a.resource for a in oracle if not a.resource.endswith(" *")}
+    harm_step = max((w for w, _a in sl.edges.get(_ORACLE, ()) if w in rec_of), default=None)  # the last to change it
+    harmer = rec_of[harm_step].actor if harm_step is not None else None
+    if harm_step is not None and harm_step in lines_of:
+        needed.add(harm_step)
+    unread = set(judged)  # its last read of each (the value its write adopted), not every read before it
+    for r in reversed(records) if harmer not in (None, "main") else ():
+        if not unread:
+            break
+        if r.step >= (harm_step or 0) or r.actor != harmer or r.step in told:
+            continue
+        got = {a.resource for a in sl.fps.get(r.step, ()) if not a.write and a.decides} & unread
+        if got:
+            unread -= got
+            line = lines_of.get(r.step) or _line(r, sl, by_step.get(r.step, ()), r.step in keep)
+            if line is not None:
+                causal.add(r.step)
+                lines_of[r.step] = line
+                scores.setdefault(r.step, _score(r.step, sl, by_step.get(r.step, ()), keep))
+                needed.add(r.step)
+    repeats -= needed
+    rank = sorted((s for s in lines_of if s not in repeats),
+                  key=lambda s: (s != last_read, s not in needed, -scores[s], -s))
     chosen = set(rank[:room])
     body = [_cut(lines_of[s]) for s in sorted(causal) if s in chosen]  # in the order it happened
     quiet = len(causal) - len(lines_of) - len(causal & told)  # kept, but nothing to say: a response, a wait
@@ -376,8 +407,51 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
     objects = _objects(oracle, chosen, sl)
     lines = [title, *head, *body, *tail]
     entries = tuple(h for h in head if not h.startswith("... "))
+    harm = _harm(sl, rec_of, harm_step)
     return Story(tuple(lines), frozenset(chosen), frozenset(causal), verdict, trace.noted, entries, objects,
-                 tuple(i for _, i in ordered[:len(entries)]))
+                 tuple(i for _, i in ordered[:len(entries)]), harm)
+
+
+def _harm(sl: _Slice, rec_of: dict[int, Record], wrote: int | None, most: int = 3) -> str | None:
+    """"app-operator's 'update Tenant default/acme status' at #45 (t=3.100) wrote what the oracle read, on its reads
+    of Secret default/acme-credentials (as #12, main's 'create Secret default/acme-credentials', left it)": the
+    controller's action that broke the oracle, and the reads its decision rested on, each with the write it saw.
+
+    The harm is an operator's or a controller's write, never the scenario's own (a user's write the oracle reads is
+    the premise, not the harm): the last write the oracle read from, else none."""
+    if wrote is None or wrote not in rec_of:
+        return None
+    r = rec_of[wrote]
+    if r.actor == "main":
+        return None
+    # the reads that decided it: its own, and those of the decision it continues (a reconcile's earlier GETs)
+    reads: list[tuple[int, Access]] = []
+    step: int | None = wrote
+    seen: set[int] = set()
+    while step is not None and step not in seen:
+        seen.add(step)
+        reads.extend((w, a) for w, a in sl.edges.get(step, ()) if w != wrote)
+        step = sl.decided_by.get(step)
+    said: list[str] = []
+    for w, a in sorted(reads, key=lambda t: -t[0]):
+        src = rec_of.get(w)
+        if src is None or a.said == "woken" or a.resource.startswith("wake"):
+            continue  # (being woken is how it came to run, not what it decided on)
+        what = "its memory" if a.resource.startswith("memory") else a.resource
+        if any(s.startswith(what + " ") for s in said):
+            continue
+        who = "the scenario" if src.actor == "main" else src.actor
+        said.append(f"{what} as #{w} ({who}: {_words(src.actor, src.label)}) left it")
+        if len(said) == most:
+            break
+    on = f", on its read{'s' if len(said) > 1 else ''} of " + "; ".join(said) if said else ""
+    return f"{r.actor}'s '{_words(r.actor, r.label)}' at #{r.step} (t={r.time:.3f}) wrote what the oracle read{on}"
+
+
+def _words(actor: str, label: str) -> str:
+    """A step's label without its actor's name in front."""
+    return label[len(actor) + 1:].strip() if label.startswith(actor + " ") or label.startswith(actor + ":") \
+        else label
 
 
 def _checked_later(v: Violation) -> bool:
@@ -429,6 +503,8 @@ def _score(step: int, sl: _Slice, notes: Sequence[Note], keep: set[int]) -> floa
     for n in notes:
         if not _telling(n):
             continue
+        if n.kind == "log" and n.field("level") in ("ERROR", "CRITICAL", "WARNING"):
+            score += 8 if n.field("level") != "WARNING" else 5  # the operator said what went wrong, in its words
         score += 0.5 * max(_TELLING.get(n.kind, 1), _TELLING_OPS.get(str(n.field("op")), 0))
         if n.kind == "write" and n.field("code"):
             score += 3

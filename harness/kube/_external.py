@@ -5,7 +5,9 @@ Most operators are not Python (Go, Java, Rust) and cannot run inside the world.
 ships, as its own OS process, with ``KUBECONFIG`` naming a kubeconfig (in a
 temporary directory the harness owns and removes) for this scenario's apiserver,
 served on a loopback port by the same TCP server and REST handler as
-``python -m harness serve``. What makes it searched rather than merely served:
+``python -m harness serve``, over TLS with the CA in the kubeconfig as
+kube-apiserver's (``tls=False``: plain HTTP). What makes it searched rather
+than merely served:
 
 * **every request is an actor's steps** (``app-operator/POST /api/v1/...``,
   named by the request, not by when it came), so each API call is a yield point
@@ -27,7 +29,12 @@ served on a loopback port by the same TCP server and REST handler as
   process (SIGKILL: it loses its memory, its connections close) and starts it
   again after the restart window, a fresh process that lists again;
 * **its end**: when the run ends the process is terminated (SIGTERM, SIGKILL
-  two seconds later). A process that exits on its own while the run goes on
+  two seconds later), and with it every process it started: its group, its
+  session, and the daemons that left both (each carries the process's marker
+  in its environment, ``harness._processes``; without ``/proc``, as on macOS,
+  its process group only). A second Ctrl-C or SIGTERM, which stops the hunt
+  at once, kills them all and removes the temporary folder before the harness
+  exits. A process that exits on its own while the run goes on
   is named: before its first request, or unable to run (126, 127), a model
   error (its command or environment is wrong); with another non-zero code after
   it talked to the apiserver, a finding (the operator crashed); exit 0 is a
@@ -42,21 +49,31 @@ Sieve (OSDI'22) perturbs real controllers, and it needs nothing of the binary.
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import socket
 import subprocess
-import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.sim import real_monotonic  # (the process's quiet time is real, whoever reads it)
+
+from .._processes import ProcessFamily, make_folder, remove_folder
 from ._apiserver import APIServer
 from ._busy import ProcessLoad
 from ._delivery import DEFAULT_MAX_LAG
 from ._http._tcp import loopback_kubeconfig
 from ._process import ControllerProcess
+
+_LEVELS = (("CRITICAL", "CRITICAL"), ("ERROR", "ERROR"), ("Traceback", "ERROR"), ("Exception", "ERROR"),
+           ("Error:", "ERROR"), ("WARNING", "WARNING"), ("WARN", "WARNING"))
+
+
+def _level_of(line: str) -> str:
+    """The level an output line says of itself (``logging``'s, klog's ``E1128``/``W1128`` prefixes), INFO otherwise."""
+    if len(line) > 5 and line[0] in "EW" and line[1:5].isdigit():  # klog: E1128 03:55:26.123456 ...
+        return "ERROR" if line[0] == "E" else "WARNING"
+    return next((level for word, level in _LEVELS if word in line), "INFO")
+
 
 #: exit codes of a process that never ran: the shell's "cannot execute" and "not found"
 _COULD_NOT_RUN = (126, 127)
@@ -85,6 +102,7 @@ class ExternalOperator:
         watch_drops: bool = False,
         watch_ends: bool = False,
         compactions: bool = False,
+        tls: bool = True,
     ) -> None:
         """``argv`` runs the operator (``["./manager", "--leader-elect=false"]``); ``env`` adds to the
         harness's own environment (``KUBECONFIG`` is set for it), ``cwd`` is where it runs.
@@ -95,6 +113,9 @@ class ExternalOperator:
         The crash settings are :class:`ControllerProcess`'s; ``max_lag``, ``latency`` and the watch fault
         flags are its watch connections' (as ``api.transport()``'s). The namespaces every cluster has
         (``default``, ``kube-system``, ...) are the apiserver's from its start.
+        ``tls``: serve HTTPS as kube-apiserver does, the CA in the kubeconfig (``certificate-authority-data``; one CA
+        and certificate per harness process, ``harness/kube/_http/_tls.py``); ``False`` serves plain ``http://``,
+        which some clients refuse (``@kubernetes/client-node`` 1.x sends nothing).
         """
         if not argv:
             raise ValueError(f"ExternalOperator {name!r}: argv is empty; give the command that runs the operator")
@@ -108,6 +129,7 @@ class ExternalOperator:
         self.env = dict(env or {})
         self.cwd = cwd
         self._quiet, self._bound, self._startup = quiet, bound, startup
+        self.tls = tls
         self._options: dict[str, Any] = {"max_lag": max_lag, "latency": latency, "watch_drops": watch_drops,
                                          "watch_ends": watch_ends, "compactions": compactions}
         self.process = ControllerProcess(self.world, name, self._build, crash_faults=crash_faults,
@@ -117,6 +139,8 @@ class ExternalOperator:
         self.popen: subprocess.Popen[bytes] | None = None
         #: every OS process started, in order (one per incarnation)
         self.popens: list[subprocess.Popen[bytes]] = []
+        #: each incarnation's process and all it started (``harness._processes``), in order
+        self.families: list[ProcessFamily] = []
         #: requests the process sent, over all its incarnations
         self.requests = 0
         #: how the last process ended: None while it runs, else its exit code (negative: the signal)
@@ -131,6 +155,7 @@ class ExternalOperator:
         self._dir: Path | None = None
         self._port = 0
         self._arrived: list[tuple[str, bytes, int, Any, tuple[Any, ...]]] = []  # requests not yet actors
+        self._output_read: dict[int, int] = {}  # incarnation -> bytes of its output already noted
         #: each process's output (stdout and stderr), by incarnation, once the run ended
         self.logs: dict[int, str] = {}
 
@@ -156,24 +181,30 @@ class ExternalOperator:
 
         from ._http import TCPServer
         from ._http._handler import _handler_of
+        from ._http._tls import serving_cert, tls_listeners
         from ._http._watch import WatchOptions
 
         world = self.world
         if world._nursery is None:
             raise RuntimeError("ExternalOperator.start() is only available while the world runs (in the scenario)")
+        # (made once per harness process and reused by every run: the first costs its imports, the later nothing)
+        cert = serving_cert() if self.tls else None
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         sock.listen(128)
         self._port = sock.getsockname()[1]
-        self._dir = Path(tempfile.mkdtemp(prefix="race-harness-"))
-        self.kubeconfig.write_text(loopback_kubeconfig(self._port))
+        self._dir = make_folder("race-harness-")
+        world.on_end(self._end)  # (first: the folder is removed however what follows ends)
+        self.kubeconfig.write_text(loopback_kubeconfig(self._port, None if cert is None else cert.ca_data))
         server = TCPServer(world, _handler_of(self.api), self.name, spawn=self._spawn_request,
                            activity=self._activity, options=WatchOptions(**self._options))
-        listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
-        world._nursery.start_soon(trio.serve_listeners, server.connection, [listener])
+        listeners: list[Any] = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))]
+        if self.tls:
+            listeners = tls_listeners(listeners)
+        world._nursery.start_soon(trio.serve_listeners, server.connection, listeners)
         world._add_outside(self)
-        world.on_end(self._end)
+        world.on_end(self._never_reached)  # (before _end: called in reverse order, while its output is still there)
         if world.noting:
             # (no port, path or pid: a note is part of the trace, the same in every run)
             world.note(f"{self.name} runs as its own process against this apiserver (real clock between its "
@@ -187,9 +218,10 @@ class ExternalOperator:
         log = open(self._dir / f"output-{n}.log", "wb")  # noqa: SIM115  # the child writes it; closed below
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "NO_PROXY": "127.0.0.1,localhost",
                "no_proxy": "127.0.0.1,localhost", **self.env}
+        family = ProcessFamily()
         try:
-            popen = subprocess.Popen(self.argv, env=env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+            popen = family.start(self.argv, env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log,
+                                 stderr=subprocess.STDOUT)
         except OSError as exc:
             log.close()
             self.world._fail("misuse", f"{self.name} could not start",
@@ -200,11 +232,12 @@ class ExternalOperator:
         log.close()
         self.popen = popen
         self.popens.append(popen)
+        self.families.append(family)
         self._load = ProcessLoad(popen.pid)
         self.exit_code = None
         self._requests_of_incarnation = 0
         self._activity(0)  # a new process is starting: the scheduler waits for its first request
-        process.on_crash(lambda: self._kill(popen))
+        process.on_crash(lambda: self._kill(family))
         return popen
 
     def _spawn_request(self, name: str, fn: Any, *args: Any) -> str:
@@ -219,6 +252,8 @@ class ExternalOperator:
     def settled(self) -> None:
         """The process is quiescent: the requests that came in meanwhile become actors, in order of their names
         (then bodies), not of their arrival, which is the process's threads' and differs from run to run."""
+        if self.world.noting:
+            self._note_output()
         arrived, self._arrived = self._arrived, []
         for name, _body, incarnation, fn, args in sorted(arrived, key=lambda a: (a[0], a[1])):
             if incarnation != len(self.popens) or self.process.crashed:
@@ -226,10 +261,32 @@ class ExternalOperator:
                 continue
             self.process.spawn(name, fn, *args, daemon=True)
 
+    def _note_output(self) -> None:
+        """The lines the process wrote since the last look, each a note of the step it was answering (the one that
+        just ran: the process was waited for until quiet after it), so its own words are in the story and the
+        trace. A line that says ERROR, WARNING, a traceback or an exception carries that level: a story prefers
+        what the operator said went wrong. Only in a run that tells a story (notes are never a search's)."""
+        n = len(self.popens)
+        if self._dir is None or not n:
+            return
+        try:
+            with open(self._dir / f"output-{n}.log", "rb") as f:
+                f.seek(self._output_read.get(n, 0))
+                chunk = f.read()
+        except OSError:
+            return
+        end = chunk.rfind(b"\n") + 1  # whole lines only: the rest is read with its end
+        self._output_read[n] = self._output_read.get(n, 0) + end
+        for raw in chunk[:end].decode(errors="replace").splitlines():
+            line = raw.rstrip()
+            if line:
+                self.world.note(f"{self.name}: {line[:300]}", kind="log", process=self.name, level=_level_of(line),
+                                output=True)
+
     # ------------------------------------------------------------------ the Outside protocol
     def _activity(self, delta: int) -> None:
         self._inflight = max(0, self._inflight + delta)
-        self._last = time.monotonic()
+        self._last = real_monotonic()
         self.stirred = True
         self.world._poke_outside()
 
@@ -238,7 +295,7 @@ class ExternalOperator:
         or runnable, its CPU time grown: ``harness.kube._busy``); None while a request is half read."""
         if self._inflight:
             return None
-        now = time.monotonic()
+        now = real_monotonic()
         if self._load is not None and not self._gone() and self._load.busy():
             self._last = now
         return now - self._last
@@ -276,8 +333,24 @@ class ExternalOperator:
                         f"{said} before it sent the apiserver a request: its command or environment is wrong, "
                         f"not the operator{tail}", None)
         else:
-            world._fail("actor-raised", self.name, f"{said} while the run went on: the operator crashed{tail}",
-                        None)
+            world._fail("crashed", f"exit {code} of {self.name}",
+                        f"the operator crashed: {said} while the run went on{tail}", None)
+
+    def _never_reached(self) -> None:
+        """The run ended and no incarnation of the process sent a request: it never reached the API (it could not
+        connect, it waits on something else, it exited first), so the run says nothing of the operator: a model
+        error naming it and what it printed last, never clean and never found."""
+        if self.requests or not self.popens:
+            return
+        code = self.popens[-1].poll()
+        how = (f"it exited with code {code} before its first request" if code is not None and self.popens[-1].pid
+               not in self._killed else f"it ran {len(self.popens)} time(s) and sent nothing")
+        tail = self._output_tail(len(self.popens)) or "; it printed nothing"
+        self.world._not_a_result(
+            f"{self.name} never reached the API",
+            f"{self.name} ({' '.join(self.argv)}) made no request to the apiserver in this run: {how}, so the run says "
+            "nothing of the operator. Check that it reads the kubeconfig KUBECONFIG names and connects to its server "
+            f"(run it by hand against `python -m harness serve`){tail}")
 
     def _output_tail(self, n: int, lines: int = 12) -> str:
         if self._dir is None:
@@ -289,40 +362,32 @@ class ExternalOperator:
         return "; its last output:\n" + "\n".join(text) if text else ""
 
     # ------------------------------------------------------------------ ending
-    def _kill(self, popen: subprocess.Popen[bytes]) -> None:
-        """A crash fault: SIGKILL, as a node's OOM killer or a kubelet's hard stop does (its memory is lost)."""
-        self._killed.add(popen.pid)
-        if popen.poll() is None:
-            try:
-                os.killpg(popen.pid, signal.SIGKILL)
-            except OSError:
-                popen.kill()
+    def _kill(self, family: ProcessFamily) -> None:
+        """A crash fault: SIGKILL, as a node's OOM killer or a kubelet's hard stop does (its memory is lost), to the
+        process and every process it started (a container's processes die with it)."""
+        if family.popen is not None:
+            self._killed.add(family.popen.pid)
+        family.kill()
         if self.world.noting:
             self.world.note(f"{self.name}: its process killed", kind="crash", process=self.name)
 
     def _end(self) -> None:
-        """The run ended: every process still running is terminated (SIGTERM, then SIGKILL), the files removed."""
-        if self.world._violation is None and not self.world._interrupted:
-            self.check()
-        for popen in self.popens:
-            if popen.poll() is None:
-                self._killed.add(popen.pid)
-                try:
-                    os.killpg(popen.pid, signal.SIGTERM)
-                except OSError:
-                    popen.terminate()
-                try:
-                    popen.wait(2.0)
-                except subprocess.TimeoutExpired:
-                    try:
-                        os.killpg(popen.pid, signal.SIGKILL)
-                    except OSError:
-                        popen.kill()
-                    popen.wait()
-        self.popen = None
-        if self._dir is not None:
-            self.logs = {i + 1: self._read(i + 1) for i in range(len(self.popens))}
-            shutil.rmtree(self._dir, ignore_errors=True)
+        """The run ended: every process still running is terminated with all it started (SIGTERM, then SIGKILL), the
+        files removed."""
+        try:
+            if self.world._violation is None and not self.world._interrupted:
+                self.check()
+        finally:
+            try:
+                for family in self.families:
+                    if family.popen is not None and family.popen.returncode is None:
+                        self._killed.add(family.popen.pid)
+                    family.end()
+            finally:
+                self.popen = None
+                if self._dir is not None:
+                    self.logs = {i + 1: self._read(i + 1) for i in range(len(self.popens))}
+                    remove_folder(self._dir)
 
     def _read(self, n: int) -> str:
         assert self._dir is not None

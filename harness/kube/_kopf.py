@@ -20,17 +20,14 @@ import, so runs never share it.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
-import sys
 from collections.abc import Collection, Mapping
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from .._errors import OperatorNotLoaded
 from ._apiserver import APIServer
+from ._modules import load_fresh
 from ._operator import Operator
 
 
@@ -43,40 +40,15 @@ def kopf_operator(api: APIServer, name: str, handlers: str | os.PathLike[str], *
     ``--all-namespaces``). ``options`` are :class:`Operator`'s (``crash_faults``,
     ``restart_window``, ``max_lag``...). Start it with ``.start()``.
     """
+    from .._tested import require_tested
+
+    require_tested("kopf")  # its registry and timers are reached from the world's loop (harness/_tested.py)
     return Operator(api, name, _run_kopf, str(handlers), tuple(namespaces), env=env, asyncio=True, **options)
 
 
 def _load(handlers: str) -> ModuleType:
     """Import the handlers' module afresh (its decorators register into kopf's current default registry)."""
-    if handlers.endswith(".py") or os.sep in handlers or "/" in handlers:
-        path = Path(handlers)
-        if not path.is_file():
-            raise OperatorNotLoaded(f"the kopf handlers file {handlers!r} does not exist: give kopf_operator the "
-                                    "path of the file `kopf run` would run, or a module's importable name")
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-    else:
-        try:
-            spec = importlib.util.find_spec(handlers)
-        except (ImportError, ValueError):
-            spec = None
-        if spec is None:
-            raise OperatorNotLoaded(f"no module named {handlers!r}: give kopf_operator the path of the file "
-                                    "`kopf run` would run, or a module's importable name")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    saved = sys.modules.get(spec.name)
-    sys.modules[spec.name] = module  # (a module that imports itself by name finds this incarnation)
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # (its own bug: a syntax error, an import it lacks)
-        raise OperatorNotLoaded(f"the kopf handlers {handlers!r} could not be imported: {type(exc).__name__}: "
-                                f"{exc}; run `python -c 'import runpy; runpy.run_path(\"{handlers}\")'` to see why") from exc
-    finally:
-        if saved is None:
-            sys.modules.pop(spec.name, None)
-        else:
-            sys.modules[spec.name] = saved
-    return module
+    return load_fresh(handlers, "the kopf handlers")
 
 
 async def _run_kopf(handlers: str, namespaces: tuple[str, ...]) -> None:
@@ -91,5 +63,10 @@ async def _run_kopf(handlers: str, namespaces: tuple[str, ...]) -> None:
         _load(handlers)
     finally:
         kopf.set_default_registry(saved)
+    kinds = (registry._indexing, registry._watching, registry._spawning, registry._changing, registry._webhooks)
+    if not any(r.get_all_handlers() for r in kinds):  # (activities alone, login and startup, watch nothing)
+        raise OperatorNotLoaded(f"the kopf handlers {handlers!r} register no resource handler (@kopf.on.create, "
+                                "@kopf.on.event, @kopf.daemon, @kopf.index, ...): kopf would start and watch nothing, "
+                                "so no run could say anything of it. Give kopf_operator the file `kopf run` runs")
     await kopf.operator(registry=registry, standalone=True, clusterwide=not namespaces,
                         namespaces=list(namespaces))

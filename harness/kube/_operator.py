@@ -11,7 +11,9 @@ that ``main`` as it ships:
   operator's tasks goes through a :class:`Transport` of its own, so each request
   and each watch delivery is the same choice it is for ``api.transport()``;
 * every task it starts is an actor of the world and every Trio/anyio wait a
-  yield point on the virtual clock (``harness.sim._tasks``);
+  yield point on the virtual clock (``harness.sim._tasks``); every clock it
+  reads (``time.time``, ``time.monotonic``, ``datetime.now``...) is the world's
+  (``harness.sim._clocks``);
 * it is a process (:class:`ControllerProcess`): a ``crash`` fault point before
   each of its requests; a crash cancels every task of the operator (its task
   groups included), closes its watch connections and drops its memory (its
@@ -20,13 +22,17 @@ that ``main`` as it ships:
 * its standard ``logging`` records are notes of the step that logged them (on by
   default; kept in the trace and the report, never printed).
 
-The operator's module-level state is the one thing a restart does not reset (the
-module stays imported, as it would not in a new process); an operator that keeps
-state there says so in its counterexamples.
+Given as a function, the operator's module stays imported across runs and
+restarts, as it would not in a new process: its globals survive a restart, and
+configuration it reads at import was read before the run gave it ``env``. Named
+by its file or module instead (``Operator(api, name, "operator.py", ...)``, or
+``"operator.py:run"``), it is imported afresh for each incarnation, inside the
+run and under ``env`` (``_modules.py``), as a new process imports it.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import random
@@ -35,8 +41,10 @@ from typing import Any
 
 import trio
 
-from harness.sim import WorldLoop
+from harness.sim import WorldLoop, read_world_clocks
+from harness.sim._misuse import ending, misuse, model_line
 
+from .._errors import HarnessError, UsageError
 from ._apiserver import APIServer
 from ._errors import ProcessCrashed
 from ._http._aio import ClusterNetwork
@@ -48,6 +56,13 @@ from ._process import ControllerProcess
 _TRANSPORT_LOGGERS = ("httpx", "httpx2", "httpcore", "hpack", "h11", "h2", "aiohttp", "asyncio")
 
 
+def _is_async(main: object) -> bool:
+    """Whether calling ``main`` gives a coroutine: an ``async def`` (a partial or bound method of one too), or an
+    object whose ``__call__`` is one."""
+    call = type(main).__call__ if callable(main) and not inspect.isroutine(main) else None
+    return inspect.iscoroutinefunction(main) or (call is not None and inspect.iscoroutinefunction(call))
+
+
 class Operator:
     """An operator's own async ``main``, run unmodified as a process of the world (see the module)."""
 
@@ -55,8 +70,9 @@ class Operator:
         self,
         api: APIServer,
         name: str,
-        main: Callable[..., Awaitable[object]],
+        main: Callable[..., Awaitable[object]] | str | os.PathLike[str],
         *args: Any,
+        entry: str = "main",
         env: Mapping[str, str] | None = None,
         crash_faults: bool = False,
         max_crashes: int = 1,
@@ -74,6 +90,11 @@ class Operator:
     ) -> None:
         """``main(*args)`` is the operator's entry point; ``env`` adds environment variables for its run.
 
+        ``main`` may instead name the operator's code: a ``.py`` file's path or a module's importable name, whose
+        ``entry`` (``"main"``; or ``"operator.py:run"``) is the entry point. Then the module is imported afresh for
+        each incarnation, inside the run and under ``env`` (``harness.kube._modules``): configuration read at import
+        sees the operator's environment, and a restart forgets the module's globals, as a new process does.
+
         ``crash_faults`` and the restart settings are :class:`ControllerProcess`'s
         (``--faults crash`` enables crash points whatever the flag says);
         ``max_lag``, ``latency`` and the watch fault flags are its watch
@@ -83,14 +104,29 @@ class Operator:
         as it ships), run on a loop the world drives (``harness.sim._asyncio``),
         its aiohttp connections reaching this apiserver in process.
         """
+        self._source: str | None = None
+        self.entry = entry
+        if isinstance(main, str | os.PathLike):
+            source = os.fspath(main)
+            path, colon, named = source.rpartition(":")
+            if colon and named.isidentifier() and path and not (len(path) == 1 and path.isalpha()):  # (C:\ on Windows)
+                source, entry = path, named
+            self._source, self.entry = source, entry
+        elif not _is_async(main):
+            what = getattr(main, "__qualname__", None) or type(main).__name__
+            raise UsageError(f"Operator {name!r}: main must be the operator's async entry point (async def main(): "
+                             f"...), and {what} is not async. A synchronous operator runs as its own process: "
+                             "ExternalOperator(api, name, [sys.executable, 'operator.py'])")
         self.api = api
         self.world = api._world
         self.name = name
-        self.main = main
+        self.main: Callable[..., Awaitable[object]] = self._load_main if isinstance(main, str | os.PathLike) else main
         self.args = args
         self.env = dict(env or {})
         self.log = log
         self.asyncio = asyncio
+        if asyncio:
+            WorldLoop.install_lockstep()  # before the scenario or the operator's module makes a lock its threads share
         self.log_level = log_level
         self.loggers = loggers
         self._transport_options: dict[str, Any] = {
@@ -128,8 +164,61 @@ class Operator:
         if self.log:
             self.world.capture_logging(*self.loggers, level=self.log_level)
             self.world.capture_logging(*_TRANSPORT_LOGGERS, level=max(self.log_level, logging.WARNING))
+        self.world.on_end(self._never_reached)
         self.process.start()
         return self
+
+    def _load_main(self, *args: Any) -> Awaitable[object]:
+        """This incarnation's entry point, from its module imported afresh (``main`` named a file or module)."""
+        from ._modules import load_fresh
+
+        assert self._source is not None
+        module = load_fresh(self._source, f"the operator {self.name!r}")
+        fn = getattr(module, self.entry, None)
+        if fn is None or not _is_async(fn):
+            from .._errors import OperatorNotLoaded
+
+            state = "is not async" if fn is not None else "is not defined there"
+            raise OperatorNotLoaded(f"the operator {self.name!r}: {self.entry} in {self._source} {state}; give "
+                                    "Operator the name of the operator's async entry point (entry='main', or "
+                                    "'operator.py:main')")
+        result: Awaitable[object] = fn(*args)
+        return result
+
+    def _is_crash(self, err: BaseException) -> bool:
+        """Whether ``err`` ending ``main`` is the operator's own crash: an exception of its code or its libraries, not
+        the harness misused (a model error at its line), an assertion (an oracle), a cancellation or an interrupt."""
+        return (isinstance(err, Exception) and not isinstance(err, AssertionError | HarnessError)
+                and misuse(err, self.name) is None)
+
+    def _crashed_by(self, err: Exception) -> None:
+        """``main`` ended on an unhandled exception: the operator crashed, as its process would (on a cluster its pod
+        restarts), a finding about the operator (never "fix the model"), named at its innermost frame of the
+        operator's own code; the harness's frames and the libraries' are left out."""
+        at = model_line(err) or "a frame of its libraries"
+        text = str(err).strip().splitlines()[0][:300] if str(err).strip() else ""
+        self.world._fail("crashed", f"{type(err).__name__} in {self.name}",
+                         f"the operator crashed: {type(err).__name__} at {at}{f': {text}' if text else ''}; "
+                         f"{self.name}'s main ended on an exception it did not handle, as its process would end (on "
+                         "a cluster: a restart, then CrashLoopBackOff)", self.world._current)
+
+    def _never_reached(self) -> None:
+        """The run ended and the operator sent the apiserver nothing: whatever the run says, it says nothing of the
+        operator (its client reached another server or none, it waited on something the world never gives, it
+        returned at once), so the run is a model error naming it, never clean and never found."""
+        from ._http._handler import _handler_of
+
+        if _handler_of(self.api).requests[self.name]:
+            return
+        how = {"returned": "its main returned", "crashed": "it crashed"}.get(self.ended or "", "its main never returned")
+        notes = self.world._notes or []  # (recorded in a story's run only)
+        last = [n.text for n in notes if n.kind == "log" and n.actor.split("/", 1)[0].split("#", 1)[0] == self.name]
+        said = f"; the last it logged: {last[-1]!r}" if last else ""
+        self.world._not_a_result(
+            f"{self.name} never reached the API",
+            f"{self.name} made no request to the apiserver in this run ({how}{said}), so the run says nothing of the "
+            "operator. Check that it builds its client from KUBECONFIG (lightkube's AsyncClient(), "
+            "config.load_kube_config()) or from api.transport(), and that it watches what the scenario creates")
 
     def _set_env(self, env: dict[str, str]) -> None:
         saved = {k: os.environ.get(k) for k in env}
@@ -159,6 +248,7 @@ class Operator:
         # the global ``random`` (kopf picks handlers and credentials with it) starts each incarnation alike
         random.seed(f"{self.name}#{self.process.incarnation}")
         ROUTE.set(transport)  # every task main starts inherits it: their requests are this operator's
+        read_world_clocks(self.world)  # and every clock they read is the world's (``harness.sim._clocks``)
         self.ended = None
         crashed = False
         with trio.CancelScope() as scope:
@@ -169,8 +259,17 @@ class Operator:
                     await loop.run(self.main(*self.args))
                 else:
                     await self.main(*self.args)
-            except* ProcessCrashed:
-                crashed = True
+            except BaseException as exc:
+                err = ending(exc)
+                if isinstance(err, ProcessCrashed):
+                    crashed = True
+                elif not self._is_crash(err):
+                    raise  # a cancellation, an interrupt, an assertion, the harness misused: not the operator's crash
+                else:
+                    assert isinstance(err, Exception)
+                    self._crashed_by(err)
+                    self.ended = "crashed"
+                    return
         if crashed or scope.cancelled_caught:
             self.ended = "crashed"
             return

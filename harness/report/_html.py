@@ -242,7 +242,7 @@ def render_counterexample_html(
         "proof": proof,
         "program": cx.program(),
         "story_lines": _story_lines(cx),
-        "why": why_sentence(cx),
+        "why": why_sentence(cx, story),
         "live": live_words(told.notes, live_seconds),
         # each story line with the steps of its own plan entry: the story tells entries in the run's order,
         # the plan lists them in the search's (zipping the two paired a hold with another entry's steps)

@@ -95,6 +95,8 @@ def verdict_words(entry: ReportEntry) -> str:
     words = _VERDICT_WORDS.get(entry.verdict, entry.verdict)
     if entry.found and entry.violation_kind == "actor-raised":
         words = "exception found (an actor raised)"  # a panic in a controller, apart from an oracle violation
+    elif entry.found and entry.violation_kind == "crashed":
+        words = "found: the operator crashed"  # an operator as written ended on an unhandled exception
     if entry.known_open and entry.found:
         words += " — known open upstream"
     return words
@@ -376,8 +378,8 @@ def _short_verdict(e: ReportEntry) -> str:
     text = words.get(e.verdict, e.verdict)
     if e.verdict == "none-found" and e.runs == 1:
         text = "clean (one run)"  # a hand-written plan (--plan) or a replay: one run, not a sample of a search
-    if e.found and e.violation_kind == "actor-raised":
-        text += " (exception)"  # a panic in a controller, apart from an oracle violation
+    if e.found and e.violation_kind in ("actor-raised", "crashed"):
+        text += " (exception)" if e.violation_kind == "actor-raised" else " (crash)"  # apart from an oracle
     if e.known_open and e.found:
         text += " (known open)"
     return text if e.expected else f"{text} UNEXPECTED"

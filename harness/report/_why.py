@@ -69,13 +69,19 @@ def _clause(entry: Any, records: list[Any], by_ident: dict[Any, Any]) -> tuple[i
     return (rec.step if rec is not None else far), f"{at.actor} took option {entry.value} of '{at.label}'"
 
 
-def why_sentence(cx: Any) -> str:
-    """"Why it failed: the ADDED event of ... came 2.000 s late (at t=41.500), and then 'pod bound ...' broke."""
+def why_sentence(cx: Any, story: Any = None) -> str:
+    """"Why it failed: the ADDED event of ... came 2.000 s late (at t=41.500), and then 'pod bound ...' broke.
+
+    With the counterexample's ``story`` and a harm it names (an operator's write the violated oracle read), the
+    sentence starts from that harm, then says the deviation that made it possible: a reader recognises the
+    operator's bug first, the order that exposed it second."""
     v = cx.violation
     if v.kind == "oracle":
         broke = f"'{v.name}' broke"
     elif v.kind == "actor-raised":
         broke = f"{v.actor or 'an actor'} raised ({v.name})"
+    elif v.kind == "crashed":
+        broke = v.message.split(";", 1)[0]  # "the operator crashed: ReadError at operator.py:98 in watch (...)"
     else:
         broke = f"the run ended in a {VERDICTS.get(v.kind, v.kind)} ({v.name})"
     plan = getattr(cx, "plan", None)
@@ -91,4 +97,7 @@ def why_sentence(cx: Any) -> str:
     by_ident = occurrences(records)
     clauses = [c for _, c in sorted((_clause(e, records, by_ident) for e in plan), key=lambda t: t[0])]
     said = clauses[0] if len(clauses) == 1 else ", ".join(clauses[:-1]) + f", and {clauses[-1]}"
+    harm = getattr(story, "harm", None) if v.kind == "oracle" else None
+    if harm:
+        return f"Why it failed: {harm}; {broke} (t={v.time:.3f}). What made it possible: {said}."
     return f"Why it failed: {said}; then {broke} (t={v.time:.3f})."

@@ -13,6 +13,9 @@ from ._choosers import PCTChooser as PCTChooser
 from ._choosers import PlanChooser as PlanChooser
 from ._choosers import RandomChooser as RandomChooser
 from ._choosers import ReplayChooser as ReplayChooser
+from ._clocks import EPOCH as EPOCH
+from ._clocks import read_world_clocks as read_world_clocks
+from ._clocks import real_monotonic as real_monotonic
 from ._driver import run_batch as run_batch
 from ._driver import run_once as run_once
 from ._lockstep import call_in_world as call_in_world
@@ -52,5 +55,5 @@ __all__ = [
     "WorldLoop", "running_world_loop", "model_line_here", "call_in_world", "in_lockstep_thread", "alias_model_file",
     "run_batch", "run_once", "LiveRepeat", "RealClock", "repeat_live", "run_live",
     "ConvertingChooser", "FaultPlacement", "PlanChooser", "Entry", "Fault", "Hold", "Ident", "Pick",
-    "canonical_plan", "entry_from_json", "identity_label",
+    "canonical_plan", "entry_from_json", "identity_label", "EPOCH", "read_world_clocks", "real_monotonic",
 ]

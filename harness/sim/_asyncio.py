@@ -24,7 +24,9 @@ locks are asyncio's own) run by the world:
 * **time is virtual**: ``loop.time()`` is the world's clock; the loop parks with
   its earliest timer (``asyncio.sleep``, ``call_later``, ``wait_for``,
   ``asyncio.timeout``) as its Trio deadline, so the world moves the clock to it
-  when nothing else is enabled;
+  when nothing else is enabled; ``time.monotonic()`` in its tasks reads the
+  same value, and ``time.time()`` and ``datetime.now()`` the world's epoch
+  plus it (``_clocks``);
 * **blocking code in threads** (``run_in_executor``, ``asyncio.to_thread``;
   kopf's sync handlers) runs in a real thread in lockstep with the world
   (``_lockstep.py``): one thread or actor at a time, never both;
@@ -225,6 +227,16 @@ class WorldLoop(asyncio.BaseEventLoop):
         self._signals: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
         self._tasks_seen: set[asyncio.Task[Any]] = set()
         self._helper_of: dict[object, asyncio.Task[Any] | None] = {}
+        self.install_lockstep()
+
+    @staticmethod
+    def install_lockstep() -> None:
+        """Make the process ready for lockstep threads (``_lockstep``): ``time.sleep``, ``threading.Event.wait`` and
+        a blocked lock's acquire in one are the world's, and the locks made from now on hand off (``_handoff``).
+        Once per process; a loop does it when made, an asyncio ``Operator`` when built."""
+        from ._lockstep import install
+
+        install()
 
     # ------------------------------------------------------------------ running
     async def run(self, coro: Awaitable[T]) -> T:
@@ -688,3 +700,66 @@ def model_line_here() -> str | None:
 
 #: sockets aiohappyeyeballs "connected" to the apiserver's address: the in-memory connection replaces them
 _CONNECTED: weakref.WeakKeyDictionary[Any, tuple[str, int]] = weakref.WeakKeyDictionary()
+
+
+# --------------------------------------------------------------------------- a loop of its own, refused
+#: the world of the running ``trio.run``, if it is a world's (set by ``World._main``)
+UNDER_WORLD: tl.RunVar[object | None] = tl.RunVar("harness_world", default=None)
+
+_RUN_FOREVER = asyncio.BaseEventLoop.run_forever
+
+
+class AsyncioUnderTheWorld(HarnessError, RuntimeError):
+    """An asyncio loop of its own (``asyncio.run``, ``loop.run_until_complete``) started from code the world runs on
+    Trio: it would run outside the world, on the real clock, while every actor waits for it."""
+
+
+def _in_a_worlds_trio_task() -> bool:
+    try:
+        tl.current_task()
+        return UNDER_WORLD.get() is not None
+    except RuntimeError:  # not in Trio (a thread, a plain program): none of the world's business
+        return False
+
+
+def _refuse_a_loop_of_its_own(self: object, coro: object = None) -> None:
+    """Refused when a world's Trio task would run an asyncio loop of its own (see :class:`AsyncioUnderTheWorld`).
+
+    ``asyncio.run`` in a Trio operator creates a loop and runs it to its end inside the actor's step: the world
+    stops (nothing else can run), its I/O and clock are real, and a short coroutine ends "clean" while a long one
+    looks like a CPU loop. Every way to run a loop goes through ``Runner.run``, ``run_until_complete`` or
+    ``run_forever``, so refusing them names the model's line however the loop was reached; the coroutine it was
+    given is closed, never left unawaited."""
+    if isinstance(self, WorldLoop) or not _in_a_worlds_trio_task():
+        return
+    if inspect.iscoroutine(coro):
+        coro.close()
+    raise AsyncioUnderTheWorld(
+        "an asyncio event loop was started (asyncio.run, loop.run_until_complete) from Trio code the world runs: "
+        "it would run outside the world, on the real clock, while every other actor waits. Await the coroutine "
+        "with anyio or trio instead, or run an asyncio operator as asyncio: Operator(api, name, main, "
+        "asyncio=True) with main the coroutine function asyncio.run would run")
+
+
+_RUNNER_RUN = asyncio.Runner.run
+_RUN_UNTIL_COMPLETE = asyncio.BaseEventLoop.run_until_complete
+
+
+def _runner_run(self: asyncio.Runner, coro: Any, *, context: contextvars.Context | None = None) -> Any:
+    _refuse_a_loop_of_its_own(self, coro)
+    return _RUNNER_RUN(self, coro, context=context)
+
+
+def _run_until_complete(self: asyncio.BaseEventLoop, future: Any) -> Any:
+    _refuse_a_loop_of_its_own(self, future)
+    return _RUN_UNTIL_COMPLETE(self, future)
+
+
+def _run_forever(self: asyncio.BaseEventLoop) -> None:
+    _refuse_a_loop_of_its_own(self)
+    _RUN_FOREVER(self)
+
+
+asyncio.Runner.run = _runner_run  # type: ignore[method-assign]
+asyncio.BaseEventLoop.run_until_complete = _run_until_complete  # type: ignore[method-assign]
+asyncio.BaseEventLoop.run_forever = _run_forever  # type: ignore[method-assign]

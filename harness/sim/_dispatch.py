@@ -22,6 +22,7 @@ import trio
 import trio.lowlevel as tl
 from trio._core._run import GLOBAL_RUN_CONTEXT  # where a held task goes back when the world chooses it
 
+from .._tested import require_tested
 from ._actors import _CANCEL, MAIN_ACTOR, MECHANICAL, _Actor, waiting_at
 from ._choice import Option
 from ._footprints import _harness_code
@@ -33,6 +34,8 @@ from ._tasks import blocked_outside
 from ._time import NEVER, TICKS_PER_SECOND, TimerHandle, ceil_ns, later
 from ._trace import Access, _record
 from ._watchdog import NoYield
+
+require_tested("trio")  # GLOBAL_RUN_CONTEXT's run queue is Trio's internals: a tested version or a clear error
 
 
 def _index(actor: _Actor) -> int:

@@ -83,7 +83,7 @@ def _asyncio_call(exc: BaseException) -> str | None:
 
 def misuse(exc: BaseException, actor: str) -> str | None:
     """The model error an exception stands for (what happened, where, what to do), or None for a finding."""
-    from .._errors import NotInSimulation, OperatorNotLoaded, OutsideTheCluster
+    from .._errors import NotInSimulation, OperatorNotLoaded, OutsideTheCluster, UsageError
 
     at = model_line(exc)
     where = f" at {at}" if at else ""
@@ -95,6 +95,13 @@ def misuse(exc: BaseException, actor: str) -> str | None:
         return f"{actor} made a request the world does not serve{where}: {exc}"
     if isinstance(exc, OperatorNotLoaded):
         return f"{actor} could not start: {exc}"
+    if isinstance(exc, UsageError):  # (a library at an untested version, an option out of range: said as it is)
+        return f"{actor} could not run{where}: {exc}"
+    from ._asyncio import AsyncioUnderTheWorld
+
+    if isinstance(exc, AsyncioUnderTheWorld):
+        call = _asyncio_call(exc)
+        return f"{actor} started an asyncio event loop{where}{f' ({call})' if call else ''}: {exc}"
     text = str(exc)
     call = _asyncio_call(exc)
     if isinstance(exc, RuntimeError) and ("no running event loop" in text or "no current event loop" in text

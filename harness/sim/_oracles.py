@@ -214,6 +214,15 @@ class _Oracles(_RunState):
             if self._real is not None:
                 self._real.stop()
 
+    def _not_a_result(self, name: str, message: str) -> None:
+        """The run cannot count as a result (an operator that never reached the API): a model error, in place of
+        whatever the run would have said. An oracle broken in a run whose operator never worked is the model's own
+        doing, never the operator's, so it is overruled too; an interruption is kept (it is no verdict either)."""
+        if self._interrupted or (self._violation is not None and self._violation.kind == "misuse"):
+            return
+        self._violation = None
+        self._fail("misuse", name, message, None)
+
     def _check_invariants_over_jump(self, before: int) -> None:
         fp = self._fp
         reads: list[Access] | None = [] if self._notes is not None else None

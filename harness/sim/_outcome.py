@@ -65,6 +65,7 @@ class Violation:
 VERDICTS: dict[str, str] = {
     "oracle": "oracle violated",
     "actor-raised": "actor raised",
+    "crashed": "the operator crashed",
     "deadlock": "deadlock",
     "blocked-outside": "actor blocked outside the harness",
     "no-yield": "actor never yielded",

@@ -23,12 +23,13 @@ processes or HTTP; an outside is any object with this protocol.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Protocol
 
 import trio
 import trio.lowlevel as tl
+
+from ._clocks import real_monotonic  # (it may run in an operator's task, whose time.monotonic is virtual)
 
 
 class Outside(Protocol):
@@ -97,7 +98,7 @@ async def wait_quiescent(outsides: list[Outside], stopped: Callable[[], bool], t
     watchdog counts a wait for a process as progress, not as an actor that never yields); ``waker.poke()``,
     called on an outside's activity, makes it look again at once.
     """
-    start = time.monotonic()
+    start = real_monotonic()
     stirred = [o for o in outsides if o.stirred]
     if not stirred:
         return 0.0
@@ -113,11 +114,11 @@ async def wait_quiescent(outsides: list[Outside], stopped: Callable[[], bool], t
             need = o.quiet()
             if q is None or q < need:
                 waits.append(need - (q or 0.0))
-        left = max(o.bound() for o in stirred) - (time.monotonic() - start)
+        left = max(o.bound() for o in stirred) - (real_monotonic() - start)
         if not waits or left <= 0:
             break
         await waker.sleep(max(0.002, min(min(waits), left, 0.5)))
     for o in stirred:
         o.stirred = False
         o.settled()
-    return time.monotonic() - start
+    return real_monotonic() - start

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +20,7 @@ import trio.lowlevel as tl
 
 from ._actors import MAIN_ACTOR, waiting_at
 from ._choice import Option
+from ._clocks import real_monotonic
 from ._state import _RunState
 
 if TYPE_CHECKING:
@@ -93,8 +93,8 @@ class VirtualClock(trio.abc.Clock):
         if not w._stopping:
             return 0.0
         if self._teardown is None or self._teardown[0] is not w:
-            self._teardown = (w, time.monotonic())
-        return time.monotonic() - self._teardown[1]
+            self._teardown = (w, real_monotonic())
+        return real_monotonic() - self._teardown[1]
 
     def deadline_to_sleep_time(self, deadline: float) -> float:
         w = self._world

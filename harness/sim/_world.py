@@ -71,6 +71,7 @@ import trio.lowlevel as tl
 import trio.testing
 
 from ._actors import MAIN_ACTOR, _Actor, _call_with_params, waiting_at
+from ._asyncio import UNDER_WORLD
 from ._choice import Chooser, _Canonical
 from ._dispatch import _Dispatch
 from ._footprints import _Footprints
@@ -266,6 +267,7 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
                 self._release_logging()
                 self._run_on_end()
             return
+        UNDER_WORLD.set(self)  # (asyncio.run from an actor is refused: _asyncio.py)
         self._controller = tl.current_task()
         self._watch = arm(self._progress, self._running)
         adopter = self._adopter = TaskAdopter(self) if self._adopt_tasks else None
@@ -378,13 +380,23 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
         return self._real is None and any(o.stirred for o in self._outsides)
 
     async def _wait_outside(self) -> None:
+        from .._interrupt import stop_requested
+
+        # A stop (Ctrl-C, SIGTERM) ends the run in hand at the wait's next look: a wait for a process lasts up to
+        # its bound (seconds; its start-up 20), and the user was promised an answer within seconds.
         self._outside_waiting = True
         try:
-            self._outside_seconds += await wait_quiescent(self._outsides, lambda: self._violation is not None,
-                                                         self._outside_tick, self._outside_waker)
+            self._outside_seconds += await wait_quiescent(
+                self._outsides, lambda: self._violation is not None or stop_requested(), self._outside_tick,
+                self._outside_waker)
         finally:
             self._outside_waiting = False
             self._outside_lot.unpark_all()
+        if self._violation is None and stop_requested():
+            self._interrupted = True
+            self._fail("interrupted", "stopped while waiting for a process",
+                       "the stop was requested while the scheduler waited for a process outside the world (an "
+                       "operator process); the run stopped there", None)
 
     async def _watch_outside_blocks(self) -> None:
         while True:

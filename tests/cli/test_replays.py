@@ -39,7 +39,7 @@ def test_replay_output_says_replayed(lost: Counterexample, tmp_path: Path, capsy
     code, out, err = run_main(capsys, "replay", str(path))
     assert code == 0, err
     last = out.strip().splitlines()[-1]
-    assert last.startswith(f"replayed trace {path}: same violation (oracle violated: ")
+    assert last.startswith(f"replayed trace {path}: same violation, same digest (oracle violated: ")
     assert "explored" not in out and "seed" not in out and "interleaving" not in out
     # a changed scenario: one line on stderr, read as a replay that diverged, exit 1
     other = h.explore(toys.order_violation, strategy="random", budget=3000, seed=2).counterexample

@@ -35,7 +35,7 @@ def serving(tmp_path: Path) -> Iterator[tuple[Path, Callable[..., str]]]:
     try:
         assert server.stdout is not None
         first = server.stdout.readline()
-        assert "serving the Kubernetes API on http://127.0.0.1:" in first, first
+        assert "serving the Kubernetes API on https://127.0.0.1:" in first, first
 
         def kubectl(*argv: str, check: bool = True) -> str:
             done = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), *argv], capture_output=True,
@@ -130,7 +130,7 @@ def test_serve_sigint_exits_zero(tmp_path: Path, sig: str) -> None:
                                "--seconds", "120"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert server.stdout is not None
     first = server.stdout.readline()  # it listens: the signal lands inside the served run, not at start-up
-    assert "serving the Kubernetes API on http://127.0.0.1:" in first, first
+    assert "serving the Kubernetes API on https://127.0.0.1:" in first, first
     server.send_signal(getattr(signal, sig))
     _, err = server.communicate(timeout=60)
     assert server.returncode == 0, err
@@ -140,19 +140,24 @@ def test_serve_sigint_exits_zero(tmp_path: Path, sig: str) -> None:
 def test_status_lines_have_reason_phrases(tmp_path: Path) -> None:
     """Issue 49 item 11: every status line carries its reason phrase, as Go's net/http writes it
     (`HTTP/1.1 404 Not Found`); the official client shows it as `ApiException.reason`, which was empty."""
+    import base64
     import http.client
     import re
+    import ssl
 
     server = subprocess.Popen([sys.executable, "-m", "harness", "serve", "--kubeconfig", str(tmp_path / "kc"),
                                "--seconds", "120"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None
         first = server.stdout.readline()
-        m = re.search(r"http://127\.0\.0\.1:(\d+)", first)
+        m = re.search(r"https://127\.0\.0\.1:(\d+)", first)
         assert m is not None, first
+        ca = re.search(r"certificate-authority-data: (\S+)", (tmp_path / "kc").read_text())
+        assert ca is not None
+        context = ssl.create_default_context(cadata=base64.b64decode(ca[1]).decode())
         seen = {}
         for path in ("/api/v1/namespaces/default/configmaps/nope", "/api/v1/namespaces/default/configmaps"):
-            conn = http.client.HTTPConnection("127.0.0.1", int(m[1]), timeout=30)
+            conn = http.client.HTTPSConnection("127.0.0.1", int(m[1]), context=context, timeout=30)
             conn.request("GET", path)
             resp = conn.getresponse()
             resp.read()
@@ -207,3 +212,91 @@ spec:
     metadata: {labels: {app: web}}
     spec: {containers: [{name: c, image: nginx}]}
 """
+
+
+def _serve_fails(tmp_path: Path, *argv: str) -> str:
+    """``python -m harness serve ARGV`` that must refuse to start: exit 2 and one line on stderr, no traceback,
+    nothing on stdout (it never served); that line."""
+    done = subprocess.run([sys.executable, "-m", "harness", "serve", *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert done.stdout == "" and "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("python -m harness serve: error: "), done.stderr
+    return lines[0]
+
+
+def test_serve_usage_errors_exit_2(tmp_path: Path) -> None:
+    """Issue 59: a port already in use was an actor's OSError ("Fix the model", exit 1) and `--seconds -5` a
+    26-line exception group; each is a usage error: exit 2, one line saying what to do. The port is bound before
+    the world starts (no window between a check and the bind)."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        line = _serve_fails(tmp_path, "--port", str(port), "--kubeconfig", str(tmp_path / "kc"), "--seconds", "5")
+    assert f"port {port} on 127.0.0.1 is in use" in line and "another --port, or --port 0" in line, line
+    assert not (tmp_path / "kc").exists()
+    for seconds in ("-5", "0", "nan", "inf"):
+        line = _serve_fails(tmp_path, "--kubeconfig", str(tmp_path / "kc"), "--seconds", seconds)
+        assert f"--seconds {seconds}:" in line and "leave --seconds out to serve until Ctrl-C" in line, line
+
+
+def test_serve_refuses_to_overwrite_a_kubeconfig(tmp_path: Path) -> None:
+    """Issue 59: `serve --kubeconfig FILE` writes over a file only if the harness wrote it (its first line is the
+    harness's marker, or it is exactly what an unmarked earlier `serve` wrote) or it is empty; any other file, such
+    as the user's own kubeconfig, is refused with exit 2 and left as it was."""
+    from harness.kube._http._tcp import _UNMARKED_KUBECONFIG, KUBECONFIG_MARKER
+
+    mine = tmp_path / "config"
+    original = "apiVersion: v1\nkind: Config\nclusters: []\n# the user's own\n"
+    mine.write_text(original)
+    line = _serve_fails(tmp_path, "--kubeconfig", str(mine), "--seconds", "5")
+    assert f"--kubeconfig {mine} exists and was not written by the harness" in line, line
+    assert "pass another --kubeconfig path, or delete the file" in line, line
+    assert mine.read_text() == original
+    _serve_fails(tmp_path, "--kubeconfig", str(tmp_path), "--seconds", "5")  # a directory
+
+    earlier = tmp_path / "earlier"  # what serve wrote before its files carried the marker
+    earlier.write_text(_UNMARKED_KUBECONFIG.format(port=41234))
+    empty = tmp_path / "empty"  # mktemp's
+    empty.touch()
+    for path in (earlier, empty, earlier):  # the second time over earlier: a marked file, as a first serve wrote it
+        server = subprocess.run([sys.executable, "-m", "harness", "serve", "--kubeconfig", str(path), "--seconds",
+                                 "0.5"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert server.returncode == 0 and server.stderr == "", server.stderr
+        assert "serving the Kubernetes API on https://127.0.0.1:" in server.stdout
+        written = path.read_text()
+        assert written.startswith(KUBECONFIG_MARKER + "\n") and "41234" not in written, written
+
+
+def test_serve_refuses_a_body_over_the_limit_and_keeps_the_connection(tmp_path: Path) -> None:
+    """Issue 59 over TCP: a 10 MB body is read to its end but kept only up to the limit, answered 413
+    RequestEntityTooLarge (the handler's, tests/kube/test_served_api.py), and the connection stays usable."""
+    import http.client
+    import re
+
+    server = subprocess.Popen([sys.executable, "-m", "harness", "serve", "--kubeconfig", str(tmp_path / "kc"),
+                               "--seconds", "120", "--insecure-http"], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        m = re.search(r"http://127\.0\.0\.1:(\d+)", server.stdout.readline())
+        assert m is not None
+        conn = http.client.HTTPConnection("127.0.0.1", int(m[1]), timeout=60)
+        big = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
+                          "data": {"k": "x" * 10_000_000}})
+        answers = []
+        for body in (big, json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "small"}})):
+            conn.request("POST", "/api/v1/namespaces/default/configmaps", body=body,
+                         headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            answers.append((resp.status, json.loads(resp.read())))
+        conn.close()
+        assert answers[0][0] == 413 and answers[0][1]["reason"] == "RequestEntityTooLarge", answers[0]
+        assert answers[1][0] == 201 and answers[1][1]["metadata"]["name"] == "small", answers[1]
+    finally:
+        server.terminate()
+        server.communicate(timeout=60)

@@ -33,3 +33,22 @@ def test_story_shows_the_delivery_that_woke_the_reconcile() -> None:
         in steps[reader] and "wakes app-operator/worker" in steps[reader], steps[reader]
     delivery = int(re.search(r"MODIFIED App default/db rv=\d+ \(#(\d+)\)", steps[reader])[1])  # type: ignore[index]
     assert "app-operator/watch/App: deliver MODIFIED default/db" in steps[delivery]
+
+
+def test_why_names_the_operators_harmful_write() -> None:
+    """The page's and the story's headline starts from the harm (the operator's delete of the new App's Secret, the
+    write the oracle read, with what its decision rested on), then says the deviation that made it possible; a
+    model whose oracle reads only the scenario's own writes keeps the deviation-first sentence."""
+    from harness.report._why import why_sentence
+
+    found = h.explore(scenario, seed=0, budget=100, fixed=False, prove_minimal=False)
+    cx = found.counterexample
+    assert cx is not None
+    story = cx.story()
+    assert story.harm is not None and story.harm.startswith(
+        "app-operator/worker's 'delete Secret default/db-credentials' at #"), story.harm
+    assert "wrote what the oracle read, on its read of its memory as #" in story.harm, story.harm
+    why = why_sentence(cx, story)
+    assert why.startswith("Why it failed: app-operator/worker's 'delete Secret default/db-credentials' at #"), why
+    assert why.index("broke") < why.index("What made it possible: the DELETED event of default/db-credentials"), why
+    assert why_sentence(cx).startswith("Why it failed: the DELETED event"), why_sentence(cx)  # no story: as before

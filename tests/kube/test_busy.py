@@ -93,15 +93,17 @@ def test_process_load_of_a_gone_process_is_not_busy() -> None:
 #: an operator that answers nothing for a while: after its first reply it computes (0.6 s of its own CPU time,
 #: whatever the machine's speed) before its next request, silent on the wire all along
 COMPUTES_THEN_CREATES = """
-import json, os, time, urllib.request, yaml
-server = yaml.safe_load(open(os.environ["KUBECONFIG"]))["clusters"][0]["cluster"]["server"]
-urllib.request.urlopen(server + "/api/v1/namespaces/default/configmaps").read()
+import base64, json, os, ssl, time, urllib.request, yaml
+cluster = yaml.safe_load(open(os.environ["KUBECONFIG"]))["clusters"][0]["cluster"]
+server = cluster["server"]
+tls = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+urllib.request.urlopen(server + "/api/v1/namespaces/default/configmaps", context=tls).read()
 start = time.process_time()
 while time.process_time() - start < 0.6:
     pass
 body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "computed"}}).encode()
 urllib.request.urlopen(urllib.request.Request(server + "/api/v1/namespaces/default/configmaps", data=body,
-                       headers={"Content-Type": "application/json"}, method="POST")).read()
+                       headers={"Content-Type": "application/json"}, method="POST"), context=tls).read()
 time.sleep(60)
 """
 

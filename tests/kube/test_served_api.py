@@ -3,6 +3,7 @@ status lines, the self-subject reviews (``harness/kube/_http/``), and ``serve``'
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import httpx
@@ -229,3 +230,89 @@ def test_self_subject_reviews_are_allowed() -> None:
     names = {r["name"]: r["verbs"] for r in got["discovery"]["resources"]}
     assert names == {"selfsubjectaccessreviews": ["create"], "selfsubjectrulesreviews": ["create"]}
     assert got["list"] == 405
+
+
+def test_served_size_limits() -> None:
+    """kube-apiserver's limits on a request, for every transport (they share the one handler; ``_limits.py``):
+
+    * a body over ``MaxRequestBodyBytes`` (3 MiB, k8s.io/apiserver pkg/server/config.go) is 413
+      ``RequestEntityTooLarge``, ``limitedReadBody``'s (pkg/endpoints/handlers/rest.go); the limit itself passes;
+    * a ConfigMap's or a Secret's data over ``core.MaxSecretSize`` (1 MiB) is 422, ``ValidateConfigMap`` /
+      ``ValidateSecret`` (pkg/apis/core/validation) through ``field.TooLong`` (apimachinery 0.32's wording), on a
+      create, an update and a patch alike; a Secret counts decoded bytes (base64 ``data``) and its ``stringData``;
+    * an integer query parameter ``strconv.ParseInt`` refuses (``timeoutSeconds``, ``limit``,
+      ``gracePeriodSeconds``) is 400 with Go's message, as ``ParameterCodec.DecodeParameters`` answers it; a
+      DELETE with a body reads no query (``handlers/delete.go``)."""
+    mib = 1024 * 1024
+    got: dict[str, httpx.Response] = {}
+    after: dict[str, Any] = {}
+
+    def cm(name: str, size: int) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "x" * size}}
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        async with raw(api) as c:
+            got["huge"] = await c.post(CMS, json=cm("huge", 10 * 1000 * 1000))
+            got["huge_patch"] = await c.patch(f"{CMS}/huge", content=b"{" + b" " * (3 * mib) + b"}",
+                                              headers={"Content-Type": "application/merge-patch+json"})
+            got["big"] = await c.post(CMS, json=cm("big", 3 * mib // 2))
+            got["edge"] = await c.post(CMS, json=cm("edge", mib))
+            got["normal"] = await c.post(CMS, json=cm("normal", 10))
+            got["grow"] = await c.patch(f"{CMS}/normal", json={"data": {"more": "y" * mib}},
+                                        headers={"Content-Type": "application/merge-patch+json"})
+            got["grow_put"] = await c.put(f"{CMS}/normal", json=cm("normal", mib + 1))
+            secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
+            got["secret_big"] = await c.post("/api/v1/namespaces/default/secrets",
+                                             json={**secret, "stringData": {"a": "z" * (mib // 2 + 1)},
+                                                   "data": {"b": base64.b64encode(b"z" * (mib // 2)).decode()}})
+            got["secret_ok"] = await c.post("/api/v1/namespaces/default/secrets",  # 1.33 MB of base64: 1 MiB
+                                            json={**secret, "data": {"b": base64.b64encode(b"z" * mib).decode()}})
+            got["watch_abc"] = await c.get(f"{CMS}?watch=1&timeoutSeconds=abc")
+            got["list_limit"] = await c.get(f"{CMS}?limit=1.5")
+            got["list_timeout"] = await c.get(f"{CMS}?timeoutSeconds=")
+            got["range"] = await c.get(f"{CMS}?limit=99999999999999999999")
+            got["grace"] = await c.delete(f"{CMS}/normal?gracePeriodSeconds=abc")
+            got["grace_body"] = await c.request("DELETE", f"{CMS}/edge?gracePeriodSeconds=abc",
+                                                json={"gracePeriodSeconds": "30"})
+            got["list_ok"] = await c.get(f"{CMS}?limit=1&timeoutSeconds=%2B5")
+            watch = await _handler_of(api).handle("GET", f"{CMS}?watch=1&timeoutSeconds=5", {}, b"", "t")
+            after["watch"] = watch.code, watch.watch is not None
+            if watch.watch is not None:
+                watch.watch.stop()
+        after["normal"] = api.peek("ConfigMap", NS, "normal")
+        after["stored"] = sorted(o.name for o in api.peek_all("ConfigMap"))
+
+    clean(run(scenario))
+    for what in ("huge", "huge_patch"):
+        body = got[what].json()
+        assert got[what].status_code == 413, (what, body)
+        assert body == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                        "message": "Request entity too large: limit is 3145728", "reason": "RequestEntityTooLarge",
+                        "code": 413}, what
+    too_long = "Too long: may not be more than 1048576 bytes"
+    for what, name, field in (("big", "big", "[]"), ("grow", "normal", "[]"), ("grow_put", "normal", "[]"),
+                              ("secret_big", "s", "data")):
+        body = got[what].json()
+        assert (got[what].status_code, body["reason"]) == (422, "Invalid"), (what, body)
+        kind = "Secret" if field == "data" else "ConfigMap"
+        assert body["message"] == f'{kind} "{name}" is invalid: {field}: {too_long}', body["message"]
+        assert body["details"] == {"name": name, "kind": kind,
+                                   "causes": [{"reason": "FieldValueTooLong", "message": too_long, "field": field}]}
+    for what in ("edge", "normal", "secret_ok"):
+        assert got[what].status_code == 201, (what, got[what].json())
+    bad = {"watch_abc": "abc", "list_limit": "1.5", "list_timeout": "", "grace": "abc"}
+    for what, value in bad.items():
+        body = got[what].json()
+        assert (got[what].status_code, body["reason"]) == (400, "BadRequest"), (what, body)
+        assert body["message"] == f'strconv.ParseInt: parsing "{value}": invalid syntax', body
+        assert "details" not in body
+    assert got["range"].json()["message"] == 'strconv.ParseInt: parsing "99999999999999999999": value out of range'
+    assert got["grace_body"].status_code == 400, got["grace_body"].json()  # the body's type, not the query's value
+    assert "cannot unmarshal string into Go struct field DeleteOptions.gracePeriodSeconds" in \
+        got["grace_body"].json()["message"]
+    listed = got["list_ok"].json()
+    assert got["list_ok"].status_code == 200 and len(listed["items"]) == 1 and listed["metadata"]["continue"]
+    assert after["watch"] == (200, True)
+    assert after["normal"] is not None and after["normal"].extra["data"] == {"k": "x" * 10}
+    assert after["stored"] == ["edge", "normal"]

@@ -71,7 +71,7 @@ def test_table_output_for_kubectl_get() -> None:
     assert deploy["rows"][0]["cells"] == ["web", "0/2", 0, 0, "2m30s"]
     lease = got["lease"]
     assert [c["name"] for c in lease["columnDefinitions"]] == ["Name", "Created At"]
-    assert lease["rows"][0]["cells"] == ["l", "1970-01-01T00:00:00Z"]
+    assert lease["rows"][0]["cells"] == ["l", "2026-01-01T00:00:00Z"]  # (virtual time 0 is harness.sim.EPOCH)
     assert [c["name"] for c in got["pool"]["columnDefinitions"]] == ["Name", "Size"]
     assert got["pool"]["rows"][0]["cells"] == ["p", 4]
     assert got["plain"]["kind"] == "ConfigMapList"

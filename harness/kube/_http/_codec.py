@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ...sim import EPOCH
 from .._errors import Invalid
 from .._objects import KubeObject, OwnerReference, copy_json
 from ._resources import Resource
@@ -32,9 +33,9 @@ _DROPPED_META = ("selfLink", "managedFields")
 
 
 class Codec:
-    """JSON <-> :class:`KubeObject`, with timestamps counted from ``epoch`` (Unix seconds; 0 in a world)."""
+    """JSON <-> :class:`KubeObject`, with timestamps counted from ``epoch`` (Unix seconds; the handler gives it)."""
 
-    def __init__(self, kind_api_version: Callable[[str], str], epoch: float = 0.0) -> None:
+    def __init__(self, kind_api_version: Callable[[str], str], epoch: float = EPOCH) -> None:
         self._api_version = kind_api_version
         self.epoch = epoch
 

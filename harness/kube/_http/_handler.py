@@ -8,11 +8,13 @@ the simulated apiserver's public verbs, following ``k8s.io/apiserver/pkg/endpoin
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
+from ...sim import EPOCH
 from .._apiserver import APIServer
 from .._errors import ApiError, Invalid, NotFound
 from .._objects import KubeObject
@@ -30,6 +32,7 @@ from ._codec import (
     _parse,
 )
 from ._dryrun import DRY_RUN_ALL, DryRun
+from ._limits import check_body_size, check_data_size, query_int
 from ._names import validate_name
 from ._openapi import document as openapi_document
 from ._patches import json_merge_patch, json_patch, strategic_merge_patch
@@ -76,16 +79,21 @@ class Reply:
 class APIHandler:
     """The REST API of one :class:`APIServer`: call :meth:`handle` with a request, get a :class:`Reply`.
 
-    ``epoch`` is the Unix time virtual time 0 stands for in timestamps (0 in a
-    world, so runs print the same; ``serve`` passes the real start time).
+    ``epoch`` is the Unix time virtual time 0 stands for in timestamps (in a
+    world :data:`~harness.sim.EPOCH`, the instant an in-process operator's
+    clocks count from too, so runs print the same and an object's age is the
+    one its operator computes; ``serve`` passes the real start time).
     """
 
-    def __init__(self, api: APIServer, *, epoch: float = 0.0) -> None:
+    def __init__(self, api: APIServer, *, epoch: float = EPOCH) -> None:
         self.api = api
         self.world: World = api._world
         self.codec = Codec(self._kind_api_version, epoch)
         self._builtin = {(r.group, r.plural): r for r in (*BUILTIN_RESOURCES, *REVIEW_RESOURCES)}
         self._builtin_kinds = {r.kind: r for r in BUILTIN_RESOURCES}
+        #: requests by client name: an operator that made none in a run never reached the API, and its run is no
+        #: result (``harness.kube._operator``)
+        self.requests: Counter[str] = Counter()
 
     # ----------------------------------------------------------------- resources
     def resources(self) -> list[Resource]:
@@ -125,6 +133,7 @@ class APIHandler:
 
         ``client`` names the caller's watch streams ("<client>/watch/<Kind>"); ``options`` are their lag window
         and fault flags."""
+        self.requests[client] += 1
         url = urlsplit(target)
         query = dict(parse_qsl(url.query, keep_blank_values=True))
         if url.path.startswith("/openapi/"):
@@ -152,6 +161,8 @@ class APIHandler:
         if p.subresource and not (p.subresource == "status" and res.status) and p.subresource != "scale":
             raise NotFound("the server could not find the requested resource")
         q = p.query
+        if method in ("POST", "PUT", "PATCH", "DELETE"):
+            check_body_size(body)  # limitedReadBody's 413, before the body is read as anything (_limits.py)
         if method in ("POST", "PUT", "DELETE") and body.strip():
             expected = "DeleteOptions" if method == "DELETE" else "Scale" if p.subresource == "scale" else res.kind
             body = _json_body(headers, body, res, expected)
@@ -181,7 +192,7 @@ class APIHandler:
             ctype = headers.get("content-type", "").split(";")[0].strip()
             return await self._patch(res, p, ns, ctype, body)
         if method == "DELETE":
-            return await self._delete(res, p, ns, _parse(body) if body.strip() else {})
+            return await self._delete(res, p, ns, _parse(body) if body.strip() else None)
         raise MethodNotSupported(f"the server does not allow this method on the requested resource ({method})")
 
     def _review(self, method: str, res: Resource, p: _Path, body: bytes) -> Reply:
@@ -265,7 +276,8 @@ class APIHandler:
         q = p.query
         labels = parse_label_selector(q.get("labelSelector", ""))
         fields = parse_field_selector(q.get("fieldSelector", ""), res.kind)
-        limit = int(q["limit"]) if q.get("limit", "").isdigit() else 0
+        query_int(q, "timeoutSeconds")  # read by ListOptions for a list too: a value Go cannot parse is a 400
+        limit = max(query_int(q, "limit") or 0, 0)  # 0 or below: no limit
         rv, match = q.get("resourceVersion", ""), q.get("resourceVersionMatch", "")
         if rv and not rv.isdigit():
             raise BadRequest(f'invalid resource version "{rv}"')
@@ -425,7 +437,12 @@ class APIHandler:
         ``delete.go`` answers Accepted. Once gone: the object where the kind's
         registry sets ``ReturnDeletedObject`` (:data:`RETURNS_DELETED_OBJECT`),
         else a Success Status naming it (``store.go`` ``finalizeDelete``).
+
+        ``doc`` is None when the request has no body: then the query is the DeleteOptions, and an integer there Go
+        cannot parse is a 400 (``delete.go`` decodes the query only then).
         """
+        sent = doc is not None
+        doc = doc if sent else {}
         if not isinstance(doc, dict):
             raise BadRequest("DeleteOptions must be a JSON object")
         q = p.query
@@ -438,7 +455,16 @@ class APIHandler:
         orphan = doc.get("orphanDependents", q.get("orphanDependents"))
         if policy is None and orphan is not None:
             policy = "Orphan" if orphan in (True, "true") else "Background"
-        grace = doc.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
+        grace = doc.get("gracePeriodSeconds")
+        if grace is None:
+            try:
+                grace = query_int(q, "gracePeriodSeconds")
+            except BadRequest:
+                if not sent:
+                    raise
+        elif not isinstance(grace, int) or isinstance(grace, bool):  # the JSON decoder's 400
+            raise BadRequest(f"json: cannot unmarshal {_json_type(grace)} into Go struct field "
+                             "DeleteOptions.gracePeriodSeconds of type int64")
         if policy not in (None, "Background", "Foreground", "Orphan"):
             raise Invalid(f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
                           f'"{policy}": supported values: "Foreground", "Background", "Orphan", "nil"')
@@ -447,7 +473,7 @@ class APIHandler:
             dry = [q["dryRun"]]
         dry_run = _dry_run(dry, "DeleteOptions")
         options: dict[str, Any] = {"uid": uid, "resource_version": None if rv is None else int(rv),
-                                   "propagation": policy, "grace_period_seconds": None if grace is None else int(grace)}
+                                   "propagation": policy, "grace_period_seconds": grace}
         if dry_run:
             out, still_there = DryRun(self.api).delete(res.kind, ns, p.name, **options)
         else:
@@ -468,8 +494,9 @@ class APIHandler:
     def _conform(self, res: Resource, doc: Any, p: _Path) -> Any:
         """A custom resource's body pruned, defaulted and validated by its CRD version's structural schema
         (``_schema.py``; ``fieldValidation=Strict`` makes a pruned field a 400); a built-in's body, or one whose
-        CRD version has no schema, as it came."""
+        CRD version has no schema, as it came (a ConfigMap's or a Secret's data checked for its size first)."""
         if res.builtin or not isinstance(doc, dict):
+            check_data_size(res.kind, doc)  # ValidateConfigMap's and ValidateSecret's 1 MiB (_limits.py)
             return doc
         crd = self.api._store.get(CRD_KIND, {}).get(f"{res.plural}.{res.group}")
         schema = version_schema(crd.spec, res.version) if crd is not None else None
@@ -484,11 +511,12 @@ class APIHandler:
         rv = q.get("resourceVersion", "")
         if rv and not rv.isdigit():
             raise BadRequest(f'invalid resource version "{rv}"')
-        timeout = q.get("timeoutSeconds", "")
+        timeout = query_int(q, "timeoutSeconds")  # ListOptions' integers: a value Go cannot parse is a 400
+        query_int(q, "limit")
         namespace = p.namespace if res.namespaced and p.namespace else None
         stream = _Watch(self, res, client, options, namespace, labels, fields,
                         bookmarks=_query_bool(q, "allowWatchBookmarks"),
-                        timeout=float(timeout) if timeout.isdigit() else None)
+                        timeout=float(timeout) if timeout is not None and timeout >= 0 else None)
         await stream.open(rv)
         return Reply(200, watch=stream)
 
@@ -503,6 +531,17 @@ def _dry_run(value: str | list[Any] | None, options_kind: str) -> bool:
     shown = ", ".join(f'"{v}"' for v in values)
     raise Invalid(f'{options_kind}.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{{{shown}}}: '
                   f'supported values: "{DRY_RUN_ALL}"')
+
+
+def _json_type(value: Any) -> str:
+    """How ``encoding/json``'s ``UnmarshalTypeError`` names a JSON value of the wrong type."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return f"number {value}"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
 
 
 def _query_bool(query: dict[str, str], key: str) -> bool:

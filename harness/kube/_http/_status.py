@@ -52,7 +52,9 @@ def status_body(err: ApiError, res: Resource | None = None, name: str = "") -> d
     out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                            "message": err.message, "reason": err.reason}
     given: dict[str, Any] | None = getattr(err, "details", None)  # an error that knows its details (FieldInvalid)
-    if given is not None:
+    if getattr(err, "bare", False):  # one upstream answers without details (a 413; a query's 400, _limits.py)
+        pass
+    elif given is not None:
         out["details"] = given
     elif res is not None:
         name = name or getattr(err, "details_name", "")  # a create's Invalid names the object the body named

@@ -3,9 +3,10 @@
 Each HTTP request is handled by an actor of the world (``http/<n>``), so its
 apiserver calls are yield points as anywhere else; a watch keeps its actor
 until either end closes. The sockets and h11 (the HTTP/1.1 state machine httpx
-itself builds on) live in ordinary Trio tasks beside the world. What listens
-where, and the command that runs it, are ``python -m harness serve``'s
-(``harness/cli/_serve.py``).
+itself builds on) live in ordinary Trio tasks beside the world. The stream
+is TLS's by default (``_tls.py``: the listeners are wrapped, HTTP/1.1 runs
+inside); what listens where, and the command that runs it, are ``python -m
+harness serve``'s (``harness/cli/_serve.py``) and ``ExternalOperator``'s.
 """
 
 from __future__ import annotations
@@ -23,7 +24,32 @@ if TYPE_CHECKING:
     from ._watch import WatchOptions
 
 
+#: The first line of every kubeconfig the harness writes for a loopback port: how ``serve`` knows a file at its
+#: ``--kubeconfig`` path is its own to overwrite (it refuses any other; see :func:`written_by_harness`).
+KUBECONFIG_MARKER = "# written by race-harness for the apiserver it serves; `python -m harness serve` rewrites it"
+
 _LOOPBACK_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: race-harness
+  cluster:
+    server: {scheme}://127.0.0.1:{port}{ca}
+users:
+- name: race-harness
+  user:
+    token: race-harness
+contexts:
+- name: race-harness
+  context:
+    cluster: race-harness
+    user: race-harness
+    namespace: default
+current-context: race-harness
+"""
+
+
+#: what ``serve`` wrote before its kubeconfigs carried the marker (plain HTTP, no user): still its own to overwrite
+_UNMARKED_KUBECONFIG = """apiVersion: v1
 kind: Config
 clusters:
 - name: race-harness
@@ -42,9 +68,34 @@ current-context: race-harness
 """
 
 
-def loopback_kubeconfig(port: int) -> str:
-    """The kubeconfig of an apiserver served on ``127.0.0.1:port`` (``serve``, an external operator's)."""
-    return _LOOPBACK_KUBECONFIG.format(port=port)
+def loopback_kubeconfig(port: int, ca_data: str | None = None) -> str:
+    """The kubeconfig of an apiserver served on ``127.0.0.1:port`` (``serve``, an external operator's), its first
+    line the :data:`KUBECONFIG_MARKER`: over HTTPS trusting ``ca_data`` (``certificate-authority-data``, the base64
+    of the CA's PEM: ``_tls.ServingCert.ca_data``), or plain HTTP without it.
+
+    Its user has a token, which the server never reads (it serves without authentication): with a TLS server and
+    no credentials, client-go's kubeconfig loader prompts for a username and password (kubectl's "Please enter
+    Username", ``getUserIdentificationPartialConfig`` in ``tools/clientcmd/client_config.go``)."""
+    if ca_data is None:
+        body = _LOOPBACK_KUBECONFIG.format(scheme="http", port=port, ca="")
+    else:
+        body = _LOOPBACK_KUBECONFIG.format(scheme="https", port=port, ca=f"\n    certificate-authority-data: {ca_data}")
+    return f"{KUBECONFIG_MARKER}\n" + body
+
+
+def written_by_harness(text: str) -> bool:
+    """Whether ``text``, a kubeconfig file's content, is one the harness wrote: it starts with the
+    :data:`KUBECONFIG_MARKER`, or it is exactly what ``serve`` wrote before it marked its files (the same document
+    without that line, for some port). A marker, not a guess from the content (a local cluster's kubeconfig can
+    look like this one); a file whose first line is not the marker is the user's, even one that began as the
+    harness's and was rewritten since (``kubectl config`` drops comments)."""
+    if text.startswith(KUBECONFIG_MARKER):
+        return True
+    head, _, tail = _UNMARKED_KUBECONFIG.format(port="\0").partition("\0")
+    if not (text.startswith(head) and text.endswith(tail)) or len(text) < len(head) + len(tail):
+        return False
+    port = text[len(head):len(text) - len(tail)]
+    return port.isascii() and port.isdigit() and len(port) <= 5
 
 
 class TCPServer:
@@ -73,12 +124,17 @@ class TCPServer:
         if self._activity is not None:
             self._activity(delta)
 
-    async def connection(self, stream: trio.SocketStream) -> None:
+    async def connection(self, stream: trio.abc.Stream) -> None:
         import h11
         import trio
 
         conn = h11.Connection(h11.SERVER)
         try:
+            if isinstance(stream, trio.SSLStream):
+                # the handshake's bytes are traffic too (a process at its handshake is not waiting for the world);
+                # a client that does not trust the CA, or speaks plain HTTP to the port, ends here
+                await stream.do_handshake()
+                self._stir(0)
             while True:
                 request, body = await self._read_request(conn, stream)
                 if request is None:
@@ -119,7 +175,7 @@ class TCPServer:
                 scope.shield = True
                 await stream.aclose()
 
-    async def _read_request(self, conn: Any, stream: trio.SocketStream) -> tuple[Any, bytes]:
+    async def _read_request(self, conn: Any, stream: trio.abc.Stream) -> tuple[Any, bytes]:
         reading = False
         try:
             return await self._read(conn, stream, reading)
@@ -127,11 +183,15 @@ class TCPServer:
             if self._reading.pop(id(stream), False):
                 self._stir(-1)
 
-    async def _read(self, conn: Any, stream: trio.SocketStream, reading: bool) -> tuple[Any, bytes]:
+    async def _read(self, conn: Any, stream: trio.abc.Stream, reading: bool) -> tuple[Any, bytes]:
+        """One request and its body. A body is read to its end (the connection stays in step) but kept only up to
+        one byte over the handler's limit: enough for its 413 (``_limits.py``), never a client's gigabytes."""
         import h11
 
+        from ._limits import MAX_REQUEST_BODY_BYTES
+
         request = None
-        body = b""
+        body = bytearray()
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
@@ -145,13 +205,13 @@ class TCPServer:
             elif isinstance(event, h11.Request):
                 request = event
             elif isinstance(event, h11.Data):
-                body += event.data
+                body += event.data[:MAX_REQUEST_BODY_BYTES + 1 - len(body)]
             elif isinstance(event, h11.EndOfMessage):
-                return request, body
+                return request, bytes(body)
             elif isinstance(event, h11.ConnectionClosed):
                 return None, b""
 
-    async def _stream_watch(self, conn: Any, stream: trio.SocketStream, watch: Any, receive: Any) -> None:
+    async def _stream_watch(self, conn: Any, stream: trio.abc.Stream, watch: Any, receive: Any) -> None:
         import h11
         import trio
 
@@ -197,7 +257,7 @@ class TCPServer:
             send.send_nowait(None)
 
 
-async def _send(stream: trio.SocketStream, conn: Any, event: Any) -> None:
+async def _send(stream: trio.abc.Stream, conn: Any, event: Any) -> None:
     data = conn.send(event)
     if data:
         await stream.send_all(data)

@@ -160,6 +160,10 @@ def _answer(transport: Transport, method: str, url: str, body: Any, headers: Any
     """The request as the thread's actor's Trio code, its reply as the ``urllib3.HTTPResponse`` a connection gives."""
     import urllib3  # (an optional dependency: imported once the official client is in use)
 
+    from ..._tested import require_tested
+
+    require_tested("urllib3")  # its pool's timeout sentinel and response are built here (harness/_tested.py)
+
     parts = urlsplit(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")  # (a proxy's absolute URL too)
     fields = {str(k).lower(): str(v) for k, v in dict(headers).items()}

@@ -1,0 +1,258 @@
+"""Every process an operator starts ends with its run: its group, its session, and what detached from both.
+
+``ExternalOperator`` starts its operator in a session of its own
+(``start_new_session``), and once ended it with ``killpg``: that reaches the
+process group and nothing else. Measured, three kinds outlived it: a child that
+ignores SIGTERM after its parent died of it (the wait was for the parent only),
+a daemon that forked twice and called ``setsid()`` (another session and group,
+reparented to init: it spun a core after the hunt), and on a second Ctrl-C the
+operator itself with the run's temporary folder (``os._exit`` skips every
+``finally``).
+
+So each operator process is a :class:`ProcessFamily`: before it starts it gets
+a token of its own in its environment (``RACE_HARNESS_RUN=<token>``), and an
+environment is inherited by every descendant, forked, exec'd, detached or not.
+Its members are the processes of this user (same uid) that carry the token in
+``/proc/<pid>/environ``, that are in its session or process group, or whose
+parent is a member (``/proc/<pid>/stat``, ``proc(5)``). Ending the family sends
+SIGTERM to its process group, gives the operator ``grace`` seconds to go (what
+it leaves behind gets a fifth of a second more), then SIGKILLs every member left,
+scanning again until none is left (a member that forks meanwhile is seen at the
+next scan) and reaps the operator. A crash fault SIGKILLs at once, as a node's
+OOM killer does the whole container.
+
+A registry of the live families and of the temporary folders of the runs
+(:func:`end_all`) is the safety net for every way out of a hunt that skips a
+run's end: the second Ctrl-C or SIGTERM (``harness._interrupt`` calls it before
+``os._exit``), an exception the run did not catch, and interpreter exit
+(``atexit``).
+
+Limits. Without ``/proc`` (macOS) the family is its process group, ended with
+``killpg`` as before: a descendant in a session of its own survives there. On
+Linux a descendant that both leaves the session and execs with an environment
+of its own (``env -i``, Go's ``exec.Cmd`` with ``Env`` set) is found only while
+its parent chain to the operator lives (the ``ppid`` closure).
+
+Rejected: ``prctl(PR_SET_CHILD_SUBREAPER)`` on the harness process (orphans of
+the operator reparented to the harness, so its children tree holds them all):
+it is process-wide state in what is often a user's pytest process, every
+orphan of every other subprocess would become a zombie of it unless reaped, and
+it changes what the operator's daemons see (``getppid()`` no longer 1, which
+some daemonizing code checks); set in the operator itself (``preexec_fn``) it
+changes the operator's own semantics (it would have to reap orphans it never
+made). A cgroup per operator (``cgroup.kill``) is the exact tool but needs a
+delegated cgroup, which a developer's shell or a CI container rarely has.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+#: the environment variable that marks every process of one operator process's family
+MARKER = "RACE_HARNESS_RUN"
+#: seconds the operator has to stop after SIGTERM (its leftovers get ``_LEFTOVER_GRACE`` more)
+DEFAULT_GRACE = 2.0
+_LEFTOVER_GRACE = 0.2
+#: seconds the SIGKILL rounds last at most (a process in uninterruptible sleep dies when its I/O ends)
+_KILL_BOUND = 3.0
+
+_PROC = Path("/proc")
+
+_lock = threading.RLock()
+_families: dict[str, ProcessFamily] = {}
+_folders: set[Path] = set()
+_atexit_installed = False
+
+
+def available() -> bool:
+    """Whether this system has what the scan reads (Linux's ``/proc``)."""
+    return (_PROC / "self" / "environ").exists()
+
+
+def _fields(stat: bytes) -> list[bytes]:
+    """The fields of ``/proc/<pid>/stat`` after ``comm`` (state first): ``comm`` may hold spaces and parentheses."""
+    return stat[stat.rfind(b")") + 2:].split()
+
+
+def scan(tokens: Collection[str], groups: Collection[int] = ()) -> dict[int, str]:
+    """The live processes of this user carrying one of ``tokens`` in their environment, or in a session or process
+    group in ``groups``, or descended from one of those: pid -> the token (``""`` when found by group or parent)."""
+    if not available():
+        return {}
+    uid, me = os.getuid(), os.getpid()
+    wanted = {f"{MARKER}={t}".encode() for t in tokens}
+    parents: dict[int, int] = {}
+    found: dict[int, str] = {}
+    try:
+        names = os.listdir(_PROC)
+    except OSError:
+        return {}
+    for name in names:
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid in (me, 1):
+            continue
+        base = _PROC / name
+        try:
+            if base.stat().st_uid != uid:
+                continue
+            fields = _fields((base / "stat").read_bytes())
+        except OSError:
+            continue  # it ended meanwhile
+        if len(fields) < 4 or fields[0] == b"Z":
+            continue  # a zombie has ended: it holds a pid until its parent reaps it, nothing else
+        ppid, pgrp, session = int(fields[1]), int(fields[2]), int(fields[3])
+        parents[pid] = ppid
+        if pgrp in groups or session in groups:
+            found[pid] = ""
+            continue
+        try:
+            env = (base / "environ").read_bytes()
+        except OSError:
+            continue
+        if wanted and MARKER.encode() in env:
+            for entry in env.split(b"\0"):
+                if entry in wanted:
+                    found[pid] = entry.decode().partition("=")[2]
+                    break
+    grew = True
+    while grew:  # descendants of members (their environment replaced by an exec)
+        grew = False
+        for pid, ppid in parents.items():
+            if pid not in found and ppid in found:
+                found[pid] = found[ppid]
+                grew = True
+    return found
+
+
+class ProcessFamily:
+    """One operator process and every process it starts (see the module): :meth:`start`, :meth:`end`, :meth:`kill`."""
+
+    def __init__(self) -> None:
+        self.token = secrets.token_hex(12)
+        self.popen: subprocess.Popen[bytes] | None = None
+        self.ended = False
+
+    def start(self, argv: Sequence[str], env: Mapping[str, str], **popen_args: Any) -> subprocess.Popen[bytes]:
+        """``subprocess.Popen`` in a session of its own with the family's marker in its environment; registered
+        before it starts, so a stop that comes while it forks still finds it by its marker."""
+        with _lock:
+            _families[self.token] = self
+            _install_atexit()
+        try:
+            self.popen = subprocess.Popen(list(argv), env={**env, MARKER: self.token}, start_new_session=True,
+                                          **popen_args)
+        except BaseException:
+            _forget(self)
+            raise
+        return self.popen
+
+    def members(self) -> list[int]:
+        """The family's live processes (its operator's session and group, its marker, their descendants)."""
+        groups = {self.popen.pid} if self.popen is not None else set()
+        return sorted(scan({self.token}, groups))
+
+    def _signal(self, sig: int, pids: list[int]) -> None:
+        if self.popen is not None and self.popen.returncode is None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.popen.pid, sig)  # (the group as before; also where there is no /proc)
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+
+    def end(self, grace: float = DEFAULT_GRACE) -> None:
+        """SIGTERM to its group, ``grace`` seconds for the operator to go, then SIGKILL to all that is left; returns
+        when none is left (or after a bound, for a process stuck in the kernel). Safe to call again."""
+        try:
+            if grace > 0:
+                self._signal(signal.SIGTERM, [])  # its group: a scan of /proc costs ~10 ms, and it is the operator's
+                # own graceful stop that matters; what left the group gets SIGKILL after it
+                deadline = time.monotonic() + grace
+                leader_gone: float | None = None
+                while time.monotonic() < deadline:
+                    if self.popen is None or self.popen.poll() is not None:
+                        leader_gone = leader_gone or time.monotonic()
+                        if time.monotonic() - leader_gone >= _LEFTOVER_GRACE or not self.members():
+                            break
+                    time.sleep(0.02)
+        finally:  # (a KeyboardInterrupt in the grace still kills them all)
+            self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL every member, again until none is left (bounded), and reap the operator."""
+        deadline = time.monotonic() + _KILL_BOUND
+        try:
+            while True:
+                pids = self.members()
+                leader = self.popen is not None and self.popen.poll() is None
+                if not pids and not leader:
+                    break
+                self._signal(signal.SIGKILL, pids)
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
+            if self.popen is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.popen.wait(max(0.1, deadline - time.monotonic()))
+        finally:
+            self.ended = True
+            _forget(self)
+
+
+def _forget(family: ProcessFamily) -> None:
+    with _lock:
+        _families.pop(family.token, None)
+
+
+def make_folder(prefix: str = "race-harness-") -> Path:
+    """A temporary folder for a run (a kubeconfig, output logs), removed by :func:`remove_folder` or :func:`end_all`."""
+    import tempfile
+
+    with _lock:
+        path = Path(tempfile.mkdtemp(prefix=prefix))
+        _folders.add(path)
+        _install_atexit()
+    return path
+
+
+def remove_folder(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    with _lock:
+        _folders.discard(path)
+
+
+def live_families() -> list[ProcessFamily]:
+    with _lock:
+        return list(_families.values())
+
+
+def end_all(grace: float = 0.0) -> None:
+    """End every family still registered and remove every run's folder still there: the safety net of a process
+    that leaves without its runs' ends (the second Ctrl-C, an uncaught exception, interpreter exit). ``grace`` 0
+    kills at once: the user asked to stop at once."""
+    for family in live_families():
+        with contextlib.suppress(Exception):
+            family.end(grace) if grace > 0 else family.kill()
+    with _lock:
+        folders = list(_folders)
+    for path in folders:
+        remove_folder(path)
+
+
+def _install_atexit() -> None:
+    global _atexit_installed
+    if not _atexit_installed:
+        _atexit_installed = True
+        atexit.register(end_all)
