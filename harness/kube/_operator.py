@@ -41,8 +41,7 @@ from typing import Any
 
 import trio
 
-from harness.sim import WorldLoop, read_world_clocks
-from harness.sim._misuse import ending, misuse, model_line
+from harness.sim import WorldLoop, ending, misuse, model_line, read_world_clocks
 
 from .._errors import HarnessError, UsageError
 from ._apiserver import APIServer

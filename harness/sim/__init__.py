@@ -20,6 +20,9 @@ from ._driver import run_batch as run_batch
 from ._driver import run_once as run_once
 from ._lockstep import call_in_world as call_in_world
 from ._lockstep import in_lockstep_thread as in_lockstep_thread
+from ._misuse import ending as ending
+from ._misuse import misuse as misuse
+from ._misuse import model_line as model_line
 from ._outcome import RUNAWAY_KINDS as RUNAWAY_KINDS
 from ._outcome import VERDICTS as VERDICTS
 from ._outcome import Limits as Limits
@@ -56,4 +59,5 @@ __all__ = [
     "run_batch", "run_once", "LiveRepeat", "RealClock", "repeat_live", "run_live",
     "ConvertingChooser", "FaultPlacement", "PlanChooser", "Entry", "Fault", "Hold", "Ident", "Pick",
     "canonical_plan", "entry_from_json", "identity_label", "EPOCH", "read_world_clocks", "real_monotonic",
+    "ending", "misuse", "model_line",
 ]
