@@ -97,7 +97,7 @@ async def scenario(world: h.World, *, fixed: bool = False) -> None:
     """A ConfigMap, deleted and at once created again under its name; its Secret must exist as long as it does."""
     world.horizon = 60
     api = APIServer(world)
-    await start_cluster(api)  # the default namespace (kopf -n default watches nothing without it) and the GC
+    await start_cluster(api)  # the namespace controller and the garbage collector (kopf.adopt's children)
     kopf_operator(api, "demo-op", __file__, env={"FIXED": "1" if fixed else "0"}).start()
     await api.create(KubeObject("ConfigMap", "default", "a", labels={"app": "demo"}))
     await world.sleep(5)

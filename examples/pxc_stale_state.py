@@ -66,7 +66,7 @@ def operator(world: h.World, api: APIServer, process: ControllerProcess, *, fixe
 @h.scenario
 async def scenario(world: h.World, *, fixed: bool = False) -> None:
     """Create cluster1, delete it, create it again: the new cluster's PVC must never be deleted while it lives."""
-    api = APIServer(world, stale_reads=True)
+    api = APIServer(world, stale_reads=True, namespaces=(NS,))  # the cluster has the operator's namespace
     ControllerProcess(world, "pxc-operator", lambda p: operator(world, api, p, fixed=fixed), crash_faults=True).start()
     lost: list[str] = []
 

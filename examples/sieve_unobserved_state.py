@@ -20,7 +20,7 @@ NS = "team-a"
 @h.scenario
 async def scenario(world: h.World, *, fixed: bool = False) -> None:
     """Two Pods created, one deleted; the quota controller's count must end at the Pods that exist."""
-    api = APIServer(world)
+    api = APIServer(world, namespaces=(NS,))  # the team's namespace exists before the run
     pods = Informer(world, api, "Pod", name="quota/informer/Pod", watch_drops=True)
     used: set[str] = set()
 

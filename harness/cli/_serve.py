@@ -196,7 +196,7 @@ class _Server:
         apis = apiservers_of(world)
         api = apis[0] if apis else APIServer(world)
         self.handler = APIHandler(api, epoch=time.time())
-        await start_cluster(self.handler)  # the system namespaces, the namespace controller, the garbage collector
+        await start_cluster(self.handler)  # the namespace controller and the garbage collector
         assert world._nursery is not None
         tcp = [trio.SocketListener(trio.socket.from_stdlib_socket(self.sock))]
         port = self.sock.getsockname()[1]

@@ -18,6 +18,7 @@ from ._controller import Result as Result
 from ._errors import AlreadyExists as AlreadyExists
 from ._errors import ApiError as ApiError
 from ._errors import Conflict as Conflict
+from ._errors import Forbidden as Forbidden
 from ._errors import Gone as Gone
 from ._errors import Invalid as Invalid
 from ._errors import NotFound as NotFound
@@ -87,7 +88,8 @@ __all__ = [
     "ADDED", "BUILTIN_KINDS", "CONTROLLER_REVISION_HASH_LABEL", "DEFAULT_BACKOFF", "DELETED", "EXPECTATIONS_TIMEOUT",
     "FOREGROUND_FINALIZER", "KRUISE_EXPECTATION_TIMEOUT", "MODIFIED", "ORPHAN_FINALIZER", "APIServer",
     "AlreadyExists", "ApiError", "Backoff", "BucketRateLimiter", "Conflict", "Controller", "ControllerExpectations",
-    "ControllerProcess", "DeletedFinalStateUnknown", "ExternalOperator", "GarbageCollector", "Informer", "Invalid", "Kubelet",
+    "ControllerProcess", "DeletedFinalStateUnknown", "ExternalOperator", "Forbidden", "GarbageCollector", "Informer",
+    "Invalid", "Kubelet",
     "ItemExponentialFailureRateLimiter", "KubeObject", "Lister", "MaxOfRateLimiter", "NotFound", "Operator", "OwnerReference",
     "ProcessCrashed", "RateLimiter", "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout",
     "Gone", "ShutDown", "Timeout", "TooLargeResourceVersion", "UpdateExpectations", "WatchEvent", "WorkQueue",

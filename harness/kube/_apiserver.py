@@ -23,12 +23,13 @@ It knows nothing of HTTP: the HTTP API (``_http/``) installs what
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from harness.sim import Event, World
 
 from ._errors import Gone, Invalid, TooLargeResourceVersion
+from ._lifecycle import SYSTEM_NAMESPACES, invalid_namespace_name
 from ._objects import KubeObject, object_ref
 from ._registry import REQUEST_LATENCY, Registry
 from ._revisions import _REVISION, DELETED, Sink, WatchEvent, revision_name
@@ -73,6 +74,19 @@ class APIServer(Registry):
     (default :data:`REQUEST_LATENCY`), so the loop moves the clock and heals as
     it would on a cluster, instead of starving the timer that ends it.
 
+    Namespaces: as kube-apiserver, it starts with ``kube-system``,
+    ``kube-public``, ``kube-node-lease`` and ``default`` (Active, with the
+    ``kubernetes`` finalizer; revisions 1 to 4 and uids ``uid-0001`` to
+    ``uid-0004``, taken at construction without a step), and
+    ``namespaces=("team-a",)`` adds more the same way (a cluster whose
+    namespaces were made before the run). A create or update of an object in
+    a namespace that does not exist is 404 ``namespaces "x" not found``, a
+    create in a Terminating one is 403 (the NamespaceLifecycle admission:
+    ``_lifecycle.py``); a scenario makes its namespace first, as on a cluster
+    (``await api.create(KubeObject("Namespace", "", "team-a"))``), or names
+    it here. A deleted Namespace stays Terminating unless a namespace
+    controller runs (:func:`~harness.kube.start_cluster`).
+
     Counters: :attr:`calls` maps ``(verb, kind)`` and :attr:`errors` maps
     ``(verb, kind, code)`` to counts, for oracles such as "no 409s".
     """
@@ -88,7 +102,16 @@ class APIServer(Registry):
         stale_window: float = 2.0,
         default_pod_grace: int = 30,
         request_latency: float = REQUEST_LATENCY,
+        namespaces: Iterable[str] = (),
     ) -> None:
+        if isinstance(namespaces, str):
+            namespaces = (namespaces,)
+        namespaces = tuple(namespaces)
+        for name in namespaces:
+            problem = invalid_namespace_name(name)
+            if problem:
+                raise ValueError(f"APIServer(namespaces=...): {name!r} {problem}; give DNS-1123 labels such as "
+                                 "'team-a' (lower-case letters, digits and '-', at most 63 characters)")
         self._world = world
         #: seconds a request takes once an instant is busy (see :data:`BUSY_INSTANT`)
         self.request_latency = request_latency
@@ -119,6 +142,9 @@ class APIServer(Registry):
         self._fresh_waiters: builtins.list[tuple[int, Event]] = []  # (revision, Event) of LISTs waiting for it
         self.calls: dict[tuple[str, str], int] = {}
         self.errors: dict[tuple[str, str, int], int] = {}
+        self._bootstrap_namespaces((*SYSTEM_NAMESPACES, *namespaces))
+        #: the revision the cluster's own objects (its namespaces) end at: what the run starts from, not its changes
+        self.bootstrap_revision = self._rv
         # Reports find the run's apiservers here to snapshot objects per step (harness.report).
         world.state.setdefault("_kube_apiservers", []).append(self)
 

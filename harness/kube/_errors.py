@@ -9,6 +9,7 @@ lets one escape gets the ordinary "actor raised Conflict" verdict::
      +-- AlreadyExists   409 AlreadyExists
      +-- Conflict        409 Conflict (stale resourceVersion, failed precondition)
      +-- Invalid         422 Invalid
+     +-- Forbidden       403 Forbidden (an admission's refusal: NamespaceLifecycle)
      +-- ServerTimeout   500 ServerTimeout (an injected transient fault)
      +-- Gone            410 Expired (a compacted resourceVersion)
      +-- Timeout         504 Timeout
@@ -61,6 +62,21 @@ class AlreadyExists(ApiError):
     def of(cls, kind: str, name: str) -> AlreadyExists:
         """The apiserver's 409 AlreadyExists for ``kind`` ``name``, worded as kubectl shows it."""
         return cls(f'{resource(kind)} "{name}" already exists')
+
+
+class Forbidden(ApiError):
+    """403: ``errors.NewForbidden`` (here the NamespaceLifecycle admission's refusals)."""
+
+    reason = "Forbidden"
+    code = 403
+    details_name = ""
+
+    @classmethod
+    def of(cls, kind: str, name: str, why: str) -> Forbidden:
+        """``<resource> "<name>" is forbidden: <why>``; a Status names the object in its details."""
+        err = cls(f'{resource(kind)} "{name}" is forbidden: {why}')
+        err.details_name = name
+        return err
 
 
 class Conflict(ApiError):

@@ -102,7 +102,6 @@ class ExternalOperator:
         watch_drops: bool = False,
         watch_ends: bool = False,
         compactions: bool = False,
-        namespaces: bool = True,
         tls: bool = True,
     ) -> None:
         """``argv`` runs the operator (``["./manager", "--leader-elect=false"]``); ``env`` adds to the
@@ -112,9 +111,8 @@ class ExternalOperator:
         waiting for the world (it must outlast the process's own timers between an event and its reaction);
         ``bound``: the longest wait at one choice; ``startup``: the longest wait for its first request.
         The crash settings are :class:`ControllerProcess`'s; ``max_lag``, ``latency`` and the watch fault
-        flags are its watch connections' (as ``api.transport()``'s). ``namespaces``: create the namespaces every
-        cluster has (``default``, ``kube-system``, ...) before the process starts, as kube-apiserver's bootstrap
-        does; an operator scoped to a namespace (``kopf run -n default``) waits for its Namespace to exist.
+        flags are its watch connections' (as ``api.transport()``'s). The namespaces every cluster has
+        (``default``, ``kube-system``, ...) are the apiserver's from its start.
         ``tls``: serve HTTPS as kube-apiserver does, the CA in the kubeconfig (``certificate-authority-data``; one CA
         and certificate per harness process, ``harness/kube/_http/_tls.py``); ``False`` serves plain ``http://``,
         which some clients refuse (``@kubernetes/client-node`` 1.x sends nothing).
@@ -131,7 +129,6 @@ class ExternalOperator:
         self.env = dict(env or {})
         self.cwd = cwd
         self._quiet, self._bound, self._startup = quiet, bound, startup
-        self._namespaces = namespaces
         self.tls = tls
         self._options: dict[str, Any] = {"max_lag": max_lag, "latency": latency, "watch_drops": watch_drops,
                                          "watch_ends": watch_ends, "compactions": compactions}
@@ -212,18 +209,8 @@ class ExternalOperator:
             # (no port, path or pid: a note is part of the trace, the same in every run)
             world.note(f"{self.name} runs as its own process against this apiserver (real clock between its "
                        "requests)", kind="log", process=self.name)
-        if self._namespaces:
-            world.spawn(f"{self.name}/bootstrap", self._bootstrap)
-        else:
-            self.process.start()
-        return self
-
-    async def _bootstrap(self) -> None:
-        """The cluster's own namespaces first (each a request, as the apiserver's bootstrap makes), then the process."""
-        from ._namespaces import ensure_system_namespaces
-
-        await ensure_system_namespaces(self.api)
         self.process.start()
+        return self
 
     def _build(self, process: ControllerProcess) -> subprocess.Popen[bytes]:
         assert self._dir is not None

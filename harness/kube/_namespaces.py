@@ -1,25 +1,15 @@
-"""Namespaces as a cluster has them: the ones kube-apiserver makes at start, and the namespace controller.
+"""The namespace controller: what ``kube-controller-manager`` does with a Namespace being deleted.
 
-A cluster starts with ``default`` (``pkg/controlplane/controller/kubernetesservice``'s bootstrap) and
-``kube-system``, ``kube-public``, ``kube-node-lease`` (``pkg/controlplane/controller/systemnamespaces``):
-:func:`ensure_system_namespaces` creates those absent. A model's apiserver never gets them unasked (its
-resourceVersions and traces are pinned by its tests); ``serve`` asks.
+The namespaces a cluster starts with, how a Namespace is created and the NamespaceLifecycle admission are the
+apiserver's own (``_lifecycle.py``): every :class:`~harness.kube.APIServer` has them. A Namespace's DELETE only
+marks it Terminating (``namespace/storage/storage.go`` ``Delete``; the rule is ``Registry._delete``'s). The
+:class:`NamespaceController` (started by ``start_cluster``) then does what
+``pkg/controller/namespace/deletion/namespaced_resources_deleter.go`` does: it deletes every object in the
+namespace (background propagation), waits while any remains (an object with finalizers, a Pod in its grace
+period), then removes ``kubernetes`` from ``spec.finalizers`` (the ``/finalize`` subresource), and the apiserver
+removes the Namespace.
 
-A Namespace created through the served API carries ``spec.finalizers: ["kubernetes"]`` and ``status.phase:
-Active`` (``pkg/registry/core/namespace/strategy.go`` ``PrepareForCreate``), and its DELETE only marks it
-Terminating (``namespace/storage/storage.go`` ``Delete``; the rule is ``Registry._delete``'s). The
-:class:`NamespaceController` then does what ``pkg/controller/namespace/deletion/namespaced_resources_deleter.go``
-does: it deletes every object in the namespace (background propagation), waits while any remains (an object
-with finalizers, a Pod in its grace period), then removes ``kubernetes`` from ``spec.finalizers`` (the
-``/finalize`` subresource), and the apiserver removes the Namespace.
-
-:func:`lifecycle_refusal` is the NamespaceLifecycle admission plugin's part that holds here
-(``plugin/pkg/admission/namespace/lifecycle/admission.go``): ``default``, ``kube-system`` and ``kube-public`` may
-not be deleted, and nothing new is created in a Terminating namespace.
-
-Not modelled: the ``NamespaceDeletionDiscoveryFailure``/``NamespaceContentRemaining`` conditions, and the
-admission's 404 for a create in a namespace that does not exist (a served scenario's objects often live in
-namespaces it never created as objects).
+Not modelled: the ``NamespaceDeletionDiscoveryFailure``/``NamespaceContentRemaining`` conditions.
 """
 
 from __future__ import annotations
@@ -28,56 +18,14 @@ from harness.sim import World
 
 from ._apiserver import APIServer
 from ._controller import Controller, Result
-from ._errors import AlreadyExists, ApiError, NotFound
+from ._errors import ApiError, NotFound
 from ._informer import Informer
+from ._lifecycle import NAMESPACE_FINALIZER
 from ._objects import KubeObject
 
-#: the namespaces a cluster has from its start
-SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-#: ``v1.FinalizerKubernetes``: the spec finalizer the namespace controller owns
-NAMESPACE_FINALIZER = "kubernetes"
 #: seconds between two looks at a namespace whose content is still going (upstream's estimate is the longest
 #: remaining grace period; one second keeps a served namespace's deletion prompt)
 CONTENT_RECHECK = 1.0
-
-
-def new_namespace(name: str) -> KubeObject:
-    """A Namespace as ``strategy.go`` ``PrepareForCreate`` leaves it: Active, with the ``kubernetes`` finalizer."""
-    return KubeObject("Namespace", "", name, spec={"finalizers": [NAMESPACE_FINALIZER]}, status={"phase": "Active"})
-
-
-def prepare_namespace(obj: KubeObject) -> None:
-    """``PrepareForCreate``: phase Active and ``kubernetes`` among ``spec.finalizers`` (a served create)."""
-    finalizers = list(obj.spec.get("finalizers") or [])
-    if NAMESPACE_FINALIZER not in finalizers:
-        finalizers.append(NAMESPACE_FINALIZER)
-    obj.spec = {**obj.spec, "finalizers": finalizers}
-    obj.status = {**obj.status, "phase": "Active"}
-
-
-#: ``lifecycle.immortalNamespaces``: the namespaces a DELETE is refused for
-IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
-
-
-def lifecycle_refusal(api: APIServer, verb: str, kind: str, namespace: str, name: str) -> str | None:
-    """Why the NamespaceLifecycle admission forbids this request (the reason of its 403), or None."""
-    if verb == "delete" and kind == "Namespace" and name in IMMORTAL_NAMESPACES:
-        return "this namespace may not be deleted"
-    if verb == "create" and namespace:
-        ns = api._store.get("Namespace", {}).get(namespace)
-        if ns is not None and ns.deletion_timestamp is not None:
-            return f"unable to create new content in namespace {namespace} because it is being terminated"
-    return None
-
-
-async def ensure_system_namespaces(api: APIServer) -> None:
-    """Create the :data:`SYSTEM_NAMESPACES` that do not exist yet (each a request, as the bootstrap's are)."""
-    for name in SYSTEM_NAMESPACES:
-        if api.peek("Namespace", "", name) is None:
-            try:
-                await api.create(new_namespace(name))
-            except AlreadyExists:
-                pass
 
 
 class NamespaceController:

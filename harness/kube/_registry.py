@@ -12,10 +12,12 @@ surface: reads, verbs, the watch cache's history and the counters.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ._errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound, ServerTimeout
+from ._lifecycle import lifecycle_refusal, new_namespace, prepare_namespace
 from ._merge import _apply, merge_patch
 from ._objects import BUILTIN_KINDS, KubeObject, OwnerReference, copy_json, object_ref
 from ._process import checkpoint
@@ -97,6 +99,35 @@ class Registry:
     response_window: float
     calls: dict[tuple[str, str], int]
     errors: dict[tuple[str, str, int], int]
+
+    # ------------------------------------------------------------ bootstrap
+    def _bootstrap_namespaces(self, names: Iterable[str]) -> None:
+        """Store the Namespaces the cluster has from its start (``_lifecycle.py``), without a request or a step.
+
+        Each takes the next uid and revision, as the bootstrap's creates did before the run began. Their watch
+        events carry the time ``-inf``: the cluster made them long before, so no stale window of the run reaches
+        back to a revision without them (a lagging cache's LIST never lacks ``default``), yet a watch from
+        revision 0 replays them, as etcd's history does.
+        """
+        for name in names:
+            if name in self._store.get("Namespace", {}):
+                continue
+            ns = new_namespace(name)
+            self._uids += 1
+            ns.uid = f"uid-{self._uids:04d}"
+            ns.generation = 1
+            ns.creation_timestamp = self._world.now
+            self._rv += 1
+            ns.resource_version = self._rv
+            self._store.setdefault("Namespace", {})[ns.key] = ns
+            self._log.append((-math.inf, WatchEvent(ADDED, ns)))
+
+    def _admit(self, verb: str, operation: str, kind: str, namespace: str, name: str) -> None:
+        """The NamespaceLifecycle admission (``_lifecycle.py``): raise its refusal of this write, if any.
+        ``operation`` is the admission's (``create``, ``update``, ``delete``); ``verb`` the request's."""
+        err = lifecycle_refusal(self._store.get("Namespace", {}), operation, kind, namespace, name)
+        if err is not None:
+            raise self._error(verb, kind, err, object_ref(kind, namespace, name)) from None
 
     # -------------------------------------------------------------- helpers
     async def _enter(self, verb: str, kind: str, namespace: str, name: str, rv: int = 0) -> None:
@@ -253,6 +284,7 @@ class Registry:
     async def _create(self, obj: KubeObject) -> KubeObject:
         """POST: assigns uid (``uid-0001``...), resourceVersion and creationTimestamp."""
         await self._enter("create", obj.kind, obj.namespace, obj.name)
+        self._admit("create", "create", obj.kind, obj.namespace, obj.name)
         if obj.resource_version:
             raise self._error(
                 "create", obj.kind, Invalid("resourceVersion should not be set on objects to be created")
@@ -267,12 +299,15 @@ class Registry:
         new.creation_timestamp = self._world.now
         new.deletion_timestamp = None
         new.deletion_grace_period_seconds = None
+        if new.kind == "Namespace":
+            prepare_namespace(new)  # namespace/strategy.go PrepareForCreate (and the defaulted name label)
         return self._commit(new, ADDED).deepcopy()
 
     async def _update(self, obj: KubeObject) -> KubeObject:
         """PUT: writes metadata and spec (status is kept: it is a subresource), RV-checked."""
         await self._enter("update", obj.kind, obj.namespace, obj.name, obj.resource_version)
         cur = self._get("update", obj.kind, obj.namespace, obj.name)
+        self._admit("update", "update", obj.kind, obj.namespace, obj.name)
         self._check_update("update", obj, cur)
         new = cur.deepcopy()
         new.labels = dict(obj.labels)
@@ -306,6 +341,7 @@ class Registry:
         ref = object_ref(kind, namespace, name)
         await self._enter(verb, kind, namespace, name)
         cur = self._get(verb, kind, namespace, name)
+        self._admit(verb, "update", kind, namespace, name)
         try:
             obj = build(cur.deepcopy())
         except ApiError as err:
@@ -319,6 +355,7 @@ class Registry:
         """PUT .../status: writes only ``status``, yet is RV-checked and bumps the object's RV."""
         await self._enter("update_status", obj.kind, obj.namespace, obj.name, obj.resource_version)
         cur = self._get("update_status", obj.kind, obj.namespace, obj.name)
+        self._admit("update_status", "update", obj.kind, obj.namespace, obj.name)
         self._check_update("update_status", obj, cur)
         new = cur.deepcopy()
         new.status = copy_json(obj.status)
@@ -345,6 +382,7 @@ class Registry:
         verb = "patch_status" if subresource == "status" else "patch"
         await self._enter(verb, kind, namespace, name, resource_version)
         cur = self._get(verb, kind, namespace, name)
+        self._admit(verb, "update", kind, namespace, name)
         if resource_version and resource_version != cur.resource_version:
             raise self._error(verb, kind, Conflict.modified(kind, name), object_ref(kind, namespace, name))
         new = cur.deepcopy()
@@ -381,6 +419,7 @@ class Registry:
         """
         await self._enter("apply_status", kind, namespace, name)
         cur = self._get("apply_status", kind, namespace, name)
+        self._admit("apply_status", "update", kind, namespace, name)
         new = cur.deepcopy()
         new.status = _apply(new.status, status)
         return self._write(cur, new).deepcopy()
@@ -418,6 +457,7 @@ class Registry:
         only an error; the object helps tests).
         """
         await self._enter("delete", kind, namespace, name, resource_version or 0)
+        self._admit("delete", "delete", kind, namespace, name)  # the admission runs before the store's lookup
         cur = self._get("delete", kind, namespace, name)
         if uid is not None and uid != cur.uid:
             raise self._error("delete", kind, Conflict.precondition(kind, name, "UID", uid, cur.uid), cur.ref)
@@ -512,8 +552,8 @@ class Registry:
 
 
 def _namespace_finalizers(obj: KubeObject) -> bool:
-    """Whether ``obj`` is a Namespace whose ``spec.finalizers`` hold its deletion (only Namespaces created
-    through the served API with a namespace controller get ``kubernetes`` there; a model's Namespaces have none)."""
+    """Whether ``obj`` is a Namespace whose ``spec.finalizers`` hold its deletion (every Namespace gets
+    ``kubernetes`` there at its create; only the namespace controller's ``/finalize`` removes it)."""
     return obj.kind == "Namespace" and bool(obj.spec.get("finalizers"))
 
 

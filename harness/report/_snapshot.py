@@ -165,6 +165,11 @@ def _apiserver_objects(api: Any) -> Iterator[tuple[str, Any]]:
             yield _ref(kind, key), obj
 
 
+def _revision(obj: Any) -> int:
+    rv = getattr(obj, "resource_version", 0)
+    return rv if isinstance(rv, int) else 0
+
+
 def _informer_objects(inf: Any) -> Iterator[tuple[str, Any]]:
     store: dict[str, Any] = getattr(inf, "_store", {})
     kind = str(getattr(inf, "kind", "?"))
@@ -226,22 +231,27 @@ class _Observer:
         self.world: World | None = None
         self.record: Record | None = None
 
-    def stores(self, world: World) -> Iterator[tuple[str, Iterator[tuple[str, Any]]]]:
+    def stores(self, world: World) -> Iterator[tuple[str, Iterator[tuple[str, Any]], int]]:
+        """Each store, its objects, and the revision up to which they are its starting state (an apiserver's own
+        namespaces: ``bootstrap_revision``), shown in the final state but never as a change of the run."""
         apis = world.state.get("_kube_apiservers", [])
         for i, api in enumerate(apis):
-            yield (APISERVER if len(apis) == 1 else f"{APISERVER}-{i + 1}"), _apiserver_objects(api)
+            given = int(getattr(api, "bootstrap_revision", 0) or 0)
+            yield (APISERVER if len(apis) == 1 else f"{APISERVER}-{i + 1}"), _apiserver_objects(api), given
         for inf in world.state.get("_kube_informers", []):
             name = str(getattr(inf, "name", "informer"))
             self.log.informers[name] = str(getattr(inf, "kind", "?"))
-            yield name, _informer_objects(inf)
+            yield name, _informer_objects(inf), 0
 
     def __call__(self, world: World, record: Record | None) -> None:
         self.world = world
         self.record = record
         step = record.step if record is not None else 0
-        for where, objects in self.stores(world):
+        for where, objects, given in self.stores(world):
             now = dict(objects)
-            before = self.last.get(where, {})
+            # at first sight of a store, what it started with is no change
+            before = self.last[where] if where in self.last else {
+                ref: o for ref, o in now.items() if _revision(o) <= given}
             changed: list[Change] = []
             gone = self.log.gone.setdefault(where, {})
             for ref, obj in now.items():
@@ -296,7 +306,7 @@ class _Observer:
                 s.close(float(getattr(self.world, "now", 0.0)), step)
             views: dict[str, Callable[[], object]] = getattr(self.world, "views", None) or {}
             self.log.views = {name: pretty(_call(fn)) for name, fn in views.items()}
-            for where, objects in self.stores(self.world):
+            for where, objects, _given in self.stores(self.world):
                 self.log.final[where] = {ref: (str(getattr(o, "resource_version", "?")), flatten(o)) for ref, o in objects}
         self.log.gone = {w: g for w, g in self.log.gone.items() if g}
         return self.log

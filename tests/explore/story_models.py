@@ -49,7 +49,7 @@ def skip_admitted_creates(e: CreateEvent) -> bool:
 
 @h.scenario
 async def filtered_relist(world: h.World, *, fixed: bool = False) -> None:
-    api = APIServer(world)
+    api = APIServer(world, namespaces=(NAMESPACE,))
     workloads = Informer(world, api, "Workload", name="runner/informer/Workload", watch_drops=True)
 
     async def reconcile(key: str) -> None:
@@ -75,7 +75,7 @@ async def filtered_relist(world: h.World, *, fixed: bool = False) -> None:
 
 @h.scenario
 async def quiet_delete(world: h.World, *, fixed: bool = False) -> None:
-    api = APIServer(world)
+    api = APIServer(world, namespaces=(NAMESPACE,))
     for name in ("cs-a", "cs-b", "cs-c"):
         await api.create(KubeObject("ConfigSet", NAMESPACE, name))
 
@@ -95,7 +95,7 @@ async def quiet_delete(world: h.World, *, fixed: bool = False) -> None:
 
 @h.scenario
 async def late_expiry(world: h.World, *, fixed: bool = False) -> None:
-    api = APIServer(world)
+    api = APIServer(world, namespaces=(NAMESPACE,))
     await api.create(KubeObject("Lease", NAMESPACE, "l1"))
     await world.sleep(0.8)
     world.note("lease holder went quiet", key=f"Lease {NAMESPACE}/l1")
@@ -110,7 +110,7 @@ async def late_expiry(world: h.World, *, fixed: bool = False) -> None:
 @h.scenario
 async def expectations_ttl(world: h.World, *, fixed: bool = False, ttl: float = 1.0) -> None:
     """kubernetes#129795: a ReplicaSet of 1 gets 2 pods when its expectations expire before the pod shows."""
-    api = APIServer(world)
+    api = APIServer(world, namespaces=(NAMESPACE,))
     expectations = ControllerExpectations(world, timeout=ttl)
     replica_sets = Informer(world, api, "ReplicaSet", resync_period=1.0)  # the periodic resync requeues the key
     pods = Informer(world, api, "Pod")

@@ -19,7 +19,7 @@ async def stale_owner(world: h.World, *, fixed: bool = False, noise: int = 3) ->
     other's fresh event. The ReplicaSet is created first; canonically its ADDED is
     delivered first. Noise actors add steps that have nothing to do with the bug.
     """
-    api = APIServer(world)
+    api = APIServer(world, namespaces=("ns",))
     rs = Informer(world, api, "ReplicaSet")
     pods = Informer(world, api, "Pod")
     orphaned: list[str] = []
@@ -209,7 +209,7 @@ async def missed_peak(world: h.World, *, fixed: bool = False) -> None:
     two holds (the MODIFIED to 3 and the worker, so the queue coalesces 3 and 2 into one key), or two faults
     (the watch drops before the MODIFIED to 3 and the relist fails, so the next LIST shows 2).
     """
-    api = APIServer(world, transient_errors=True)
+    api = APIServer(world, namespaces=("ns",), transient_errors=True)
     clusters = Informer(world, api, "Cluster", watch_drops=True)
     applied = {"replicas": 0}
 

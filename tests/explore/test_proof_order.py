@@ -27,7 +27,7 @@ async def restart_twice(world: h.World, *, fixed: bool = False) -> None:
     (client-go's ``ControllerExpectations``). Buggy: after a start it gives its Job informer 1 s before its worker
     reconciles; fixed: it waits for the informer's LIST (``WaitForCacheSync``). A restart loses the
     expectations, and a Job informer whose LIST comes later than 1 s shows no Job: a second one is made."""
-    api = APIServer(world)
+    api = APIServer(world, namespaces=("ns",))
     await api.create(KubeObject("Backup", NS, "b"))
 
     def build(proc: ControllerProcess) -> None:

@@ -35,7 +35,7 @@ def test_relist_events_are_notes_in_the_trace() -> None:
     synthesised = [n for n in told.notes if n.kind == "relist"]
     assert [(n.field("event"), n.keys) for n in synthesised] == [("Create", ("Workload perf/w1",))]
     lost = [n for n in told.notes if n.kind == "watch" and n.field("lost")]
-    assert lost and lost[0].field("lost") == ["ADDED perf/w1 rv=1"]
+    assert lost and lost[0].field("lost") == ["ADDED perf/w1 rv=6"]
     assert any("backs off 0.8 s" in t for t in texts)
     # notes never enter the records: a trace file of the run keeps its digest
     assert all(r.kind != "note" for r in told)
@@ -43,7 +43,7 @@ def test_relist_events_are_notes_in_the_trace() -> None:
 
 def test_predicate_verdicts_are_notes() -> None:
     async def status_only(world: h.World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         inf = Informer(world, api, "Certificate")
         queue: list[str] = []
 
@@ -92,7 +92,7 @@ def test_watch_drop_step_is_named_by_the_drop() -> None:
     cx = _found(filtered_relist)
     story = cx.story()
     line = next(x for x in story.lines if x.startswith("#") and "watch drops" in x)
-    assert "nothing delivered" in line and "lost (never delivered) ADDED perf/w1 rv=1" in line
+    assert "nothing delivered" in line and "lost (never delivered) ADDED perf/w1 rv=6" in line
     assert not any("deliver ADDED perf/w1" in x for x in story.lines), story
 
 
@@ -156,7 +156,7 @@ def test_replay_story_names_relist_filter_and_time(tmp_path: Path) -> None:
     assert len(story) <= 15, done.stdout
     text = "\n".join(story)
     assert "reLIST Workload" in text and "relist synthesises Create perf/w1" in text
-    assert "Create Workload perf/w1 rv=2 -> dropped" in text
+    assert "Create Workload perf/w1 rv=7 -> dropped" in text
     assert story[-1].startswith("=> at t=30.000"), done.stdout
     assert json.loads(trace.read_text())["notes"], "the saved trace carries its notes"
 
@@ -167,7 +167,7 @@ def _accesses(trace: Trace) -> list[Access]:
 
 
 async def _lister_reads(world: h.World) -> None:
-    api = APIServer(world)
+    api = APIServer(world, namespaces=("ns",))
     pods = Informer(world, api, "Pod", name="ctrl/informer/Pod")
     pods.start()
     await pods.wait_for_cache_sync()
@@ -184,13 +184,13 @@ def test_lister_reads_are_footprints() -> None:
     acc = _accesses(told)
     cache = "ctrl/informer/Pod cache: "
     # the delivery wrote the cache entry at the event's revision, and read the commit of that revision
-    assert any(a.resource == cache + "ns/a" and a.write and a.version == 1 for a in acc)
-    assert Access("Pod ns/a", False, "ADDED ns/a rv=1", 1, True) in acc
+    assert any(a.resource == cache + "ns/a" and a.write and a.version == 6 for a in acc)
+    assert Access("Pod ns/a", False, "ADDED ns/a rv=6", 6, True) in acc
     # a get: the entry and its resourceVersion; a miss: absent, and (told) the commit the cache has not shown yet
-    assert any(a.resource == cache + "ns/a" and not a.write and a.said == "lister Pod ns/a: rv=1" for a in acc)
+    assert any(a.resource == cache + "ns/a" and not a.write and a.said == "lister Pod ns/a: rv=6" for a in acc)
     assert any(a.resource == cache + "ns/b" and not a.write and a.said.startswith("lister Pod ns/b: absent")
-               and "the apiserver has rv=2" in a.said for a in acc)
-    assert any(a.resource == "Pod ns/b" and a.version == 2 and "not yet in the cache" in a.said for a in acc)
+               and "the apiserver has rv=7" in a.said for a in acc)
+    assert any(a.resource == "Pod ns/b" and a.version == 7 and "not yet in the cache" in a.said for a in acc)
     # a list: every entry, and the whole cache with what it showed and what it missed
     (listed,) = [a for a in acc if a.resource == cache + "*" and not a.write]
     assert listed.said == "lister: 1 Pod of ns (a); b absent (on the apiserver, not yet cached)"
@@ -305,7 +305,7 @@ def test_violation_text_never_cut() -> None:
 
     @h.scenario
     async def wordy(world: h.World, *, fixed: bool = False) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         await api.create(KubeObject("ConfigMap", "default", "c"))
         world.at_end(lambda: fixed or long, "every pod settles")
 

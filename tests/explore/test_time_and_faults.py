@@ -33,7 +33,7 @@ def clean_canonically(scenario: Any, **params: Any) -> None:
 # ------------------------------------------------------------------ lag
 async def lag_vs_timer(world: h.World, *, fixed: bool = False) -> None:
     """A controller creates a Pod and, 1 s later (its own requeue timer), expects to see it in its cache."""
-    api = APIServer(world)
+    api = APIServer(world, namespaces=("ns",))
     pods = Informer(world, api, "Pod")
     pods.start()
     await pods.wait_for_cache_sync()
@@ -61,7 +61,7 @@ def test_informer_lag_beyond_timer() -> None:
 
 async def cross_informers(world: h.World, *, fixed: bool = False) -> None:
     """A ReplicaSet is created, a Pod 0.3 s later; the Pod handler looks its owner up in the RS cache."""
-    api = APIServer(world)
+    api = APIServer(world, namespaces=("ns",))
     rs = Informer(world, api, "ReplicaSet")
     pods = Informer(world, api, "Pod")
     orphans: list[str] = []
@@ -90,7 +90,7 @@ def test_cross_informer_reorder_without_tie() -> None:
 
 
 async def burst(world: h.World, *, n: int = 20) -> None:
-    api = APIServer(world)
+    api = APIServer(world, namespaces=("ns",))
     pods = Informer(world, api, "Pod", latency=0.05)
     pods.start()
     await pods.wait_for_cache_sync()
@@ -110,7 +110,7 @@ def test_watch_pipelines_burst() -> None:
 # -------------------------------------------------------- commit != response
 async def expect_after_create(world: h.World, *, fixed: bool = False) -> None:
     """The controller records its expectation after Create returns (buggy) or before (fixed)."""
-    api = APIServer(world)
+    api = APIServer(world, namespaces=("ns",))
     pods = Informer(world, api, "Pod")
     expected: dict[str, int] = {"adds": 0}
     lowered_below_zero: list[int] = []
@@ -147,7 +147,7 @@ async def stale_after_restart(world: h.World, *, fixed: bool = False) -> None:
     From a lagging watch cache it may still see the Parent and create a Child for it (an orphan).
     The fixed operator confirms with a quorum GET before it creates.
     """
-    api = APIServer(world, stale_reads=True, stale_window=2.0)
+    api = APIServer(world, namespaces=("ns",), stale_reads=True, stale_window=2.0)
     await api.create(KubeObject("Parent", "ns", "a"))
 
     def build(proc: ControllerProcess) -> Informer:
@@ -190,7 +190,7 @@ def test_stale_list_after_restart() -> None:
 
 
 async def rewatch(world: h.World) -> None:
-    api = APIServer(world)
+    api = APIServer(world, namespaces=("ns",))
     pods = Informer(world, api, "Pod", watch_ends=True, compactions=True)
     pods.start()
     await pods.wait_for_cache_sync()
@@ -216,7 +216,7 @@ def test_compacted_watch_gets_410_and_relists() -> None:
 
 # ----------------------------------------------------------- ambiguous writes
 async def ambiguous(world: h.World) -> None:
-    api = APIServer(world, ambiguous_writes=True)
+    api = APIServer(world, namespaces=("ns",), ambiguous_writes=True)
 
     async def client() -> None:  # an actor of its own: the scenario's "main" gets no fault points
         try:
@@ -256,7 +256,7 @@ def test_fault_points_uniform_under_budget() -> None:
 
 async def late_crash(world: h.World, *, fixed: bool = False) -> None:
     """An operator writes ten objects in order; its restart logic trusts the fifth as a marker (buggy)."""
-    api = APIServer(world)
+    api = APIServer(world, namespaces=("ns",))
 
     def build(proc: ControllerProcess) -> None:
         async def run() -> None:

@@ -28,7 +28,7 @@ def scenario_of(body: Any) -> Any:
     box: dict[str, Any] = {}
 
     async def scenario(world: World) -> None:
-        await body(world, APIServer(world), box)
+        await body(world, APIServer(world, namespaces=("ns",)), box)
 
     return scenario, box
 
@@ -55,7 +55,7 @@ def test_uids_and_resource_versions_are_deterministic_and_global() -> None:
         a2 = await api.update_status(KubeObject("Pod", "ns", "a", resource_version=a.resource_version, status={"x": 1}))
         box["ids"] = [(a.uid, a.resource_version), (b.uid, b.resource_version), (a2.uid, a2.resource_version)]
 
-    assert check(body)["ids"] == [("uid-0001", 1), ("uid-0002", 2), ("uid-0001", 3)]
+    assert check(body)["ids"] == [("uid-0006", 6), ("uid-0007", 7), ("uid-0006", 8)]  # after the 5 namespaces
 
 
 def test_create_twice_is_already_exists() -> None:
@@ -129,7 +129,7 @@ def test_update_with_uid_mismatch_conflicts() -> None:
         await expect_error(box, "err", api.update(obj))
 
     err = check(body)["err"]
-    assert isinstance(err, Conflict) and "UID in precondition: uid-9999, UID in object meta: uid-0001" in err.message
+    assert isinstance(err, Conflict) and "UID in precondition: uid-9999, UID in object meta: uid-0006" in err.message
 
 
 def test_cr_update_without_rv_is_rejected() -> None:
@@ -185,7 +185,7 @@ def test_apply_status_has_no_rv_precondition() -> None:
         box["obj"] = await api.apply_status("Workload", "ns", "w", {"conditions": [2]})  # lists replace
 
     obj = check(body)["obj"]
-    assert obj.status == {"conditions": [2], "admission": {"a": 1, "b": 2}} and obj.resource_version == 3
+    assert obj.status == {"conditions": [2], "admission": {"a": 1, "b": 2}} and obj.resource_version == 8
 
 
 def test_delete_missing_is_not_found() -> None:
@@ -221,9 +221,9 @@ def test_delete_with_uid_precondition_conflicts() -> None:
     assert isinstance(box["err"], Conflict)
     assert box["err"].message == (
         'Operation cannot be fulfilled on configmaps "c": Precondition failed: '
-        "UID in precondition: uid-0001, UID in object meta: uid-0002"
+        "UID in precondition: uid-0006, UID in object meta: uid-0007"
     )
-    assert box["survivor"].uid == "uid-0002"
+    assert box["survivor"].uid == "uid-0007"
 
 
 def test_delete_with_rv_precondition_conflicts() -> None:
@@ -233,7 +233,7 @@ def test_delete_with_rv_precondition_conflicts() -> None:
         await expect_error(box, "err", api.delete("ConfigMap", "ns", "c", resource_version=obj.resource_version))
 
     err = check(body)["err"]
-    assert isinstance(err, Conflict) and "ResourceVersion in precondition: 1" in err.message
+    assert isinstance(err, Conflict) and "ResourceVersion in precondition: 6" in err.message
 
 
 def test_pod_without_node_is_deleted_at_once() -> None:
@@ -404,24 +404,24 @@ def test_list_at_future_revision_is_too_large() -> None:
     reaches the revision, at exactly it for ``resourceVersionMatch=Exact`` (``waitAndListExactRV``).
     """
     async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
-        await api.create(KubeObject("ConfigMap", "ns", "a"))  # rv=1
-        await expect_error(box, "future", api.list("ConfigMap", resource_version="5", resource_version_match="Exact"))
+        await api.create(KubeObject("ConfigMap", "ns", "a"))  # rv=6 (1 to 5 are the namespaces)
+        await expect_error(box, "future", api.list("ConfigMap", resource_version="10", resource_version_match="Exact"))
         box["waited"] = world.now
 
         async def writer() -> None:
             await world.sleep(1.0)
-            await api.create(KubeObject("ConfigMap", "ns", "b"))  # rv=2
-            await api.create(KubeObject("ConfigMap", "ns", "c"))  # rv=3
+            await api.create(KubeObject("ConfigMap", "ns", "b"))  # rv=7
+            await api.create(KubeObject("ConfigMap", "ns", "c"))  # rv=8
 
         world.spawn("writer", writer)
-        exact = await api.list("ConfigMap", resource_version="2", resource_version_match="Exact")
+        exact = await api.list("ConfigMap", resource_version="7", resource_version_match="Exact")
         box["exact"] = (world.now, [o.name for o in exact])
-        later = await api.list("ConfigMap", resource_version="3")  # NotOlderThan: the latest state once fresh
+        later = await api.list("ConfigMap", resource_version="8")  # NotOlderThan: the latest state once fresh
         box["not_older"] = (world.now, [o.name for o in later])
-        old = await api.list("ConfigMap", resource_version="1", resource_version_match="Exact")
+        old = await api.list("ConfigMap", resource_version="6", resource_version_match="Exact")
         box["past"] = [o.name for o in old]
         api.compact()
-        await expect_error(box, "compacted", api.list("ConfigMap", resource_version="1", resource_version_match="Exact"))
+        await expect_error(box, "compacted", api.list("ConfigMap", resource_version="6", resource_version_match="Exact"))
         await expect_error(box, "invalid", api.list("ConfigMap", resource_version_match="Exact"))
         await expect_error(box, "exact0", api.list("ConfigMap", resource_version="0", resource_version_match="Exact"))
 
@@ -429,9 +429,9 @@ def test_list_at_future_revision_is_too_large() -> None:
     err = box["future"]
     assert isinstance(err, TooLargeResourceVersion) and isinstance(err, Timeout)
     assert (err.code, err.reason, err.retry_after_seconds, err.cause) == (504, "Timeout", 1, "ResourceVersionTooLarge")
-    assert str(err) == "Timeout: Too large resource version: 5, current: 1"
+    assert str(err) == "Timeout: Too large resource version: 10, current: 6"
     assert box["waited"] == 3.0
-    assert box["exact"] == (4.0, ["a", "b"])  # served when rv=2 was committed, at exactly that revision
+    assert box["exact"] == (4.0, ["a", "b"])  # served when rv=7 was committed, at exactly that revision
     assert box["not_older"] == (4.0, ["a", "b", "c"])
     assert box["past"] == ["a"]
     assert isinstance(box["compacted"], Gone)
@@ -443,7 +443,7 @@ def test_transient_errors_are_a_choice_defaulting_to_success() -> None:
     boxes: list[dict[str, Any]] = []
 
     async def scenario(world: World) -> None:
-        api = APIServer(world, transient_errors=True)
+        api = APIServer(world, namespaces=("ns",), transient_errors=True)
 
         async def client() -> None:  # the scenario's own actor ("main") gets no fault points
             try:
@@ -489,7 +489,7 @@ def test_every_request_is_a_yield_point_before_its_effect() -> None:
             api_state["conflicted"] = True
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         await api.create(KubeObject("Queue", "ns", "q"))
         world.spawn("writer", writer, api)
         await api.patch("Queue", "ns", "q", {"status": {"by": "main"}})

@@ -68,7 +68,7 @@ def test_real_client_requests_are_footprints() -> None:
     one = {label: fp for label, fp in steps}
     a = "ConfigMap default/a"
     # a GET reads the object at the revision it answered
-    assert (a, False, "GET ConfigMap default/a: rv=1") in one["op: get ConfigMap default/a"]
+    assert (a, False, "GET ConfigMap default/a: rv=5") in one["op: get ConfigMap default/a"]
     # a LIST reads each object it returned and the kind's set of names (a create or delete is what it could miss)
     listed = one["op: list ConfigMap default/*"]
     assert {(r, w) for r, w, _ in listed} >= {("ConfigMap *", False), (a, False), ("ConfigMap default/b", False)}
@@ -78,9 +78,9 @@ def test_real_client_requests_are_footprints() -> None:
     # a watch delivery reads the commit it carries and writes into the client's memory and stream
     stream = "op/watch/ConfigMap stream"
     deliveries = [(label, fp) for label, fp in steps if label.startswith("op/watch/ConfigMap: ")]
-    assert [label.split(" deliver ")[1] for label, _ in deliveries] == ["ADDED default/a rv=3",
-                                                                        "ADDED default/b rv=2"]
-    for (_label, fp), name, rv in zip(deliveries, "ab", (3, 2), strict=True):
+    assert [label.split(" deliver ")[1] for label, _ in deliveries] == ["ADDED default/a rv=7",
+                                                                        "ADDED default/b rv=6"]
+    for (_label, fp), name, rv in zip(deliveries, "ab", (7, 6), strict=True):
         event = f"ADDED ConfigMap default/{name} rv={rv}"
         assert (f"ConfigMap default/{name}", False, f"ADDED rv={rv}") in fp
         assert (stream, True, f"op/watch/ConfigMap stream: {event}") in fp
@@ -89,8 +89,8 @@ def test_real_client_requests_are_footprints() -> None:
     reads = [(i, fp) for i, (label, fp) in enumerate(steps) if label == "op: op reads watch ConfigMap"
              and any(r == stream for r, _, _ in fp)]
     assert [next(s for r, w, s in fp if r == stream) for _i, fp in reads] == [
-        "op/watch/ConfigMap stream: ADDED ConfigMap default/a rv=3",
-        "op/watch/ConfigMap stream: ADDED ConfigMap default/b rv=2"]
+        "op/watch/ConfigMap stream: ADDED ConfigMap default/a rv=7",
+        "op/watch/ConfigMap stream: ADDED ConfigMap default/b rv=6"]
     for (i, _fp), (label, _d) in zip(reads, deliveries, strict=True):
         assert steps.index((label, _d)) < i  # each read comes after the delivery it reads from
     # one record for both readers: a reducing referee's chooser gets the same resources, and asking changes nothing

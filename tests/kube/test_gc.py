@@ -38,7 +38,7 @@ async def until_observed(world: World, gc: GarbageCollector, *objects: KubeObjec
 
 def gc_scenario(propagation: str, log: list[tuple[str, str]], pod_on_node: bool = False) -> Any:
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         gc = GarbageCollector(world, api, KINDS)
         gc.start()
         for kind in KINDS:  # one observer stream over all kinds, in commit order
@@ -99,7 +99,7 @@ def test_orphan_strips_owner_references() -> None:
     box: dict[str, Any] = {}
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         gc = GarbageCollector(world, api, KINDS)
         gc.start()
         job = await api.create(KubeObject("Job", "ns", "j"))
@@ -132,7 +132,7 @@ def test_foreground_deletion_cascades_through_grandchildren() -> None:
         box: dict[str, Any] = {}
 
         async def scenario(world: World, log: list[tuple[str, str]] = log, box: dict[str, Any] = box) -> None:
-            api = APIServer(world)
+            api = APIServer(world, namespaces=("ns",))
             gc = GarbageCollector(world, api, kinds)
             gc.start()
             for kind in kinds:
@@ -171,7 +171,7 @@ def test_orphaning_removes_one_owner_reference_with_precondition() -> None:
     box: dict[str, Any] = {}
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         gc = GarbageCollector(world, api, ["Job", "Widget"])
         gc.start()
         job = await api.create(KubeObject("Job", "ns", "j"))
@@ -212,7 +212,7 @@ def test_dangling_owner_references_are_removed() -> None:
     box: dict[str, Any] = {}
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         gc = GarbageCollector(world, api, ["Job", "Widget"])
         gc.start()
         a = await api.create(KubeObject("Job", "ns", "a"))

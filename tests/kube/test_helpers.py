@@ -44,7 +44,7 @@ def test_a_runs_apiservers_and_informers_after_the_run() -> None:
 
     async def scenario(world: h.World) -> None:
         worlds.append(world)
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         pods = Informer(world, api, "Pod")
         pods.start()
         await pods.wait_for_cache_sync()

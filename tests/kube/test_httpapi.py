@@ -79,7 +79,7 @@ def test_lightkube_client_round_trips_every_verb() -> None:
 
     clean(run(scenario))
     assert seen["created"].data == {"a": "1"} and seen["created"].binaryData == {"b": "eA=="}
-    assert seen["created"].metadata.uid and seen["created"].metadata.resourceVersion == "1"
+    assert seen["created"].metadata.uid and seen["created"].metadata.resourceVersion == "5"  # (1 to 4: the namespaces)
     secret = seen["secret"]
     assert secret.type == "kubernetes.io/tls" and secret.metadata.name.startswith("tok-")
     assert len(secret.metadata.name) == len("tok-") + 5 and secret.data == {"tls.crt": "Y3J0", "tls.key": "a2V5"}
@@ -98,7 +98,7 @@ def test_list_limit_continue_field_selector_and_revisions() -> None:
     seen: dict[str, Any] = {}
 
     async def scenario(world: h.World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("other",))
         for name in ("c", "a", "b"):
             await api.create(KubeObject("ConfigMap", NS, name))
         await api.create(KubeObject("ConfigMap", "other", "a"))
@@ -117,7 +117,7 @@ def test_list_limit_continue_field_selector_and_revisions() -> None:
                                        params={"fieldSelector": "metadata.namespace!=default"})).json()
             seen["not_default"] = [i["metadata"]["name"] for i in not_default["items"]]
             exact = (await c.get("/api/v1/namespaces/default/configmaps",
-                                 params={"resourceVersion": "2", "resourceVersionMatch": "Exact"})).json()
+                                 params={"resourceVersion": "7", "resourceVersionMatch": "Exact"})).json()
             seen["exact"] = [i["metadata"]["name"] for i in exact["items"]]
             seen["too_large"] = (await c.get("/api/v1/configmaps", params={"resourceVersion": "99"})).json()
             api.compact()
@@ -126,9 +126,9 @@ def test_list_limit_continue_field_selector_and_revisions() -> None:
 
     clean(run(scenario))
     assert seen["pages"] == [["default/a", "default/b"], ["default/c", "other/a"]]  # etcd key order
-    assert seen["remaining"] == 2 and seen["rvs"] == ("4", "4")
+    assert seen["remaining"] == 2 and seen["rvs"] == ("9", "9")  # (1 to 5: the namespaces)
     assert seen["by_name"] == ["default", "other"] and seen["not_default"] == ["a"]
-    assert seen["exact"] == ["a", "c"]  # the state at rv=2 (c, then a), in key order
+    assert seen["exact"] == ["a", "c"]  # the state at rv=7 (c, then a), in key order
     assert seen["too_large"]["code"] == 504 and seen["too_large"]["reason"] == "Timeout"
     assert seen["expired"]["code"] == 410 and seen["expired"]["reason"] == "Expired"
     assert seen["bad_field"]["code"] == 400 and "field label not supported: data.x" in seen["bad_field"]["message"]
@@ -368,20 +368,20 @@ def test_watch_stream_lag_and_drop_are_choices() -> None:
 
 def test_watch_from_compacted_revision_is_a_410_error_event() -> None:
     got: list[Any] = []
-    clean(run(_watch_scenario(got, rv="1", compact=True)))
+    clean(run(_watch_scenario(got, rv="5", compact=True)))  # a is rv 5 (after the namespaces), b rv 6
     assert got[0][0] == "ERROR" and got[1] == ("END", None)
     status = got[0][1]
     assert status["kind"] == "Status" and status["code"] == 410 and status["reason"] == "Expired"
-    assert status["message"] == "too old resource version: 1 (2) for configmaps"
+    assert status["message"] == "too old resource version: 5 (6) for configmaps"
     # the compaction fault at a watch request from a revision gives the same
     got = []
     chooser = FaultChooser("fault: reader/watch/ConfigMap watch from")
-    clean(run_with(_watch_scenario(got, rv="1", more=True, compactions=True), chooser))
-    assert chooser.taken == ["fault: reader/watch/ConfigMap watch from rv=1 gets 410 Gone (the server compacted past it)"]
+    clean(run_with(_watch_scenario(got, rv="5", more=True, compactions=True), chooser))
+    assert chooser.taken == ["fault: reader/watch/ConfigMap watch from rv=5 gets 410 Gone (the server compacted past it)"]
     assert got[0][0] == "ERROR" and got[0][1]["code"] == 410
     # a watch from a live revision sends only what came after it
     got = []
-    clean(run(_watch_scenario(got, rv="1", stop_after=2)))
+    clean(run(_watch_scenario(got, rv="6", stop_after=2)))
     assert _names(got)[:2] == ["ADDED c", "ADDED d"]
 
     # lightkube raises it as an ApiError with the 410 Status
@@ -394,7 +394,7 @@ def test_watch_from_compacted_revision_is_a_410_error_event() -> None:
         api.compact()
         client = lightkube(api)
         try:
-            async for _ev in client.watch(ConfigMap, resource_version="1"):
+            async for _ev in client.watch(ConfigMap, resource_version="5"):
                 pass
         except ApiError as err:
             seen["status"] = err.status

@@ -41,7 +41,7 @@ def test_initial_list_syncs_and_adds_existing_objects() -> None:
     box: dict[str, Any] = {}
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         await api.create(KubeObject("Pod", "ns", "a"))
         inf = Informer(world, api, "Pod")
         recorder(inf, events)
@@ -52,7 +52,7 @@ def test_initial_list_syncs_and_adds_existing_objects() -> None:
 
     out = clean(run(scenario))
     assert box == {"synced_before": False, "synced_after": True}
-    assert events == [("add", "ns/a", 1)]
+    assert events == [("add", "ns/a", 6)]
     assert "informer/Pod list" in [r.label for r in out.trace]
 
 
@@ -60,7 +60,7 @@ def test_lister_lags_until_event_delivered() -> None:
     box: dict[str, Any] = {}
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         inf = Informer(world, api, "Queue")
         inf.start()
         await inf.wait_for_cache_sync()
@@ -76,15 +76,15 @@ def test_lister_lags_until_event_delivered() -> None:
         box["after_two"] = inf.lister.get("ns", "q").resource_version
 
     out = clean(run(scenario))
-    assert box == {"lagging": True, "after_one": 1, "after_two": 2}
-    assert "informer/Queue deliver ADDED ns/q rv=1" in [r.label for r in out.trace]
+    assert box == {"lagging": True, "after_one": 6, "after_two": 7}  # (revisions 1 to 5 are the namespaces)
+    assert "informer/Queue deliver ADDED ns/q rv=6" in [r.label for r in out.trace]
 
 
 def test_lister_returns_copies() -> None:
     box: dict[str, Any] = {}
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         await api.create(KubeObject("Queue", "ns", "q", spec={"a": [1]}))
         inf = Informer(world, api, "Queue")
         inf.start()
@@ -102,14 +102,14 @@ def test_handlers_run_after_store_update() -> None:
     seen: list[int | None] = []
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         inf = Informer(world, api, "Pod")
         inf.add_event_handler(on_add=lambda o: seen.append(inf.lister.resource_version(o.namespace, o.name)))
         inf.start()
         await api.create(KubeObject("Pod", "ns", "a"))
 
     clean(run(scenario))
-    assert seen == [1]
+    assert seen == [6]
 
 
 def test_store_can_be_ahead_of_handlers() -> None:
@@ -117,7 +117,7 @@ def test_store_can_be_ahead_of_handlers() -> None:
     gaps: list[tuple[int, int | None]] = []
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         inf = Informer(world, api, "Pod", handler_lag=True)
         inf.add_event_handler(on_add=lambda o: gaps.append((o.resource_version, inf.lister.resource_version("ns", "a"))))
         inf.start()
@@ -129,7 +129,7 @@ def test_store_can_be_ahead_of_handlers() -> None:
     for seed in range(40):
         gaps.clear()
         clean(run(scenario, seed=seed))
-        if gaps and gaps[0] == (1, 2):
+        if gaps and gaps[0] == (6, 7):
             found = True
             break
     assert found
@@ -139,7 +139,7 @@ def test_informers_of_different_kinds_can_reorder() -> None:
     order: list[str] = []
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         for kind in ("Pod", "PodGroup"):
             inf = Informer(world, api, kind)
             inf.add_event_handler(on_add=lambda o: order.append(o.kind))
@@ -166,7 +166,7 @@ def test_one_informer_delivers_in_rv_order() -> None:
         await api.delete("Pod", "ns", obj.name)
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         inf = Informer(world, api, "Pod")
         # only watch events: a LIST's objects come in key order, not RV order
         inf.add_event_handler(
@@ -182,12 +182,12 @@ def test_one_informer_delivers_in_rv_order() -> None:
         rvs.clear()
         clean(run(scenario, seed=seed))
         # the initial list may coalesce early events (it may come late, inside its window)
-        assert rvs == sorted(set(rvs)) and (not rvs or rvs[-1] == 9)
+        assert rvs == sorted(set(rvs)) and (not rvs or rvs[-1] == 14)
 
 
 def _relist_scenario(events: list[tuple[Any, ...]]) -> Any:
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         await api.create(KubeObject("Pod", "ns", "a"))
         inf = Informer(world, api, "Pod", latency=1.0, watch_drops=True)
         recorder(inf, events)
@@ -206,11 +206,11 @@ def test_relist_turns_missed_delete_into_tombstone() -> None:
     events: list[tuple[Any, ...]] = []
     chooser = FaultChooser("fault: informer/Pod watch drops")
     out = clean(run_with(_relist_scenario(events), chooser))
-    # the DELETED's point comes first: nothing after rv 1 was sent before the watch failed
+    # the DELETED's point comes first: nothing after rv 6 was sent before the watch failed
     assert chooser.taken == [
-        "fault: informer/Pod watch drops before DELETED ns/a rv=2 is sent; relists after backoff"]
+        "fault: informer/Pod watch drops before DELETED ns/a rv=7 is sent; relists after backoff"]
     # Replace: the tombstone first, then the listed objects (RealFIFO's reconcileReplacement)
-    assert events == [("add", "ns/a", 1), ("tombstone", "ns/a", 1), ("add", "ns/b", 4)]
+    assert events == [("add", "ns/a", 6), ("tombstone", "ns/a", 6), ("add", "ns/b", 9)]
     steps = [(r.label, r.time) for r in out.trace if r.actor == "informer/Pod"]
     fault_at = next(t for label, t in steps if "watch drops" in label)
     assert [t for label, t in steps if label == "informer/Pod list"][1] == fault_at + 0.8  # client-go's backoff
@@ -220,10 +220,10 @@ def test_relist_coalesces_intermediate_states_and_adds_missed_creates() -> None:
     events: list[tuple[Any, ...]] = []
     clean(run_with(_relist_scenario(events), FaultChooser("fault: informer/Pod watch drops")))
     b_events = [e for e in events if e[1] == "ns/b"]
-    assert b_events == [("add", "ns/b", 4)]  # rv 3 (the create) was never shown
+    assert b_events == [("add", "ns/b", 9)]  # rv 8 (the create) was never shown
     without_fault: list[tuple[Any, ...]] = []
     clean(run(_relist_scenario(without_fault)))
-    assert without_fault == [("add", "ns/a", 1), ("delete", "ns/a", 2), ("add", "ns/b", 3), ("update", "ns/b", 3, 4)]
+    assert without_fault == [("add", "ns/a", 6), ("delete", "ns/a", 7), ("add", "ns/b", 8), ("update", "ns/b", 8, 9)]
 
 
 def test_duplicate_delivery_is_a_sync() -> None:
@@ -234,13 +234,13 @@ def test_duplicate_delivery_is_a_sync() -> None:
     ``processDeltas`` calls ``OnDelete``).
     """
     for resync, expected in (
-        (0.0, [("add", "ns/a", 1), ("delete", "ns/a", 2), ("delete", "ns/a", 2)]),
-        (600.0, [("add", "ns/a", 1), ("update", "ns/a", 1, 1), ("delete", "ns/a", 2), ("delete", "ns/a", 2)]),
+        (0.0, [("add", "ns/a", 6), ("delete", "ns/a", 7), ("delete", "ns/a", 7)]),
+        (600.0, [("add", "ns/a", 6), ("update", "ns/a", 6, 6), ("delete", "ns/a", 7), ("delete", "ns/a", 7)]),
     ):
         events: list[tuple[Any, ...]] = []
 
         async def scenario(world: World, resync: float = resync, events: list[tuple[Any, ...]] = events) -> None:
-            api = APIServer(world)
+            api = APIServer(world, namespaces=("ns",))
             inf = Informer(world, api, "Pod", duplicates=True, resync_period=resync)
             recorder(inf, events)
             inf.start()
@@ -253,8 +253,8 @@ def test_duplicate_delivery_is_a_sync() -> None:
 
         chooser = FaultChooser("fault: informer/Pod delivers ADDED", "fault: informer/Pod delivers DELETED")
         clean(run_with(scenario, chooser))
-        assert chooser.taken == ["fault: informer/Pod delivers ADDED ns/a rv=1 twice",
-                                 "fault: informer/Pod delivers DELETED ns/a rv=2 twice"]
+        assert chooser.taken == ["fault: informer/Pod delivers ADDED ns/a rv=6 twice",
+                                 "fault: informer/Pod delivers DELETED ns/a rv=7 twice"]
         assert events == expected, resync
 
 
@@ -263,7 +263,7 @@ def test_resync_redelivers_cached_objects_without_apiserver_calls() -> None:
     box: dict[str, Any] = {}
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         await api.create(KubeObject("Pod", "ns", "a"))
         inf = Informer(world, api, "Pod", resync_period=10.0)
         recorder(inf, events)
@@ -273,7 +273,7 @@ def test_resync_redelivers_cached_objects_without_apiserver_calls() -> None:
         inf.stop()
 
     clean(run(scenario))
-    assert events == [("add", "ns/a", 1), ("update", "ns/a", 1, 1), ("update", "ns/a", 1, 1)]
+    assert events == [("add", "ns/a", 6), ("update", "ns/a", 6, 6), ("update", "ns/a", 6, 6)]
     assert box["calls"] == 1
 
 
@@ -300,7 +300,7 @@ def test_property_lister_rv_between_delivered_and_server(
                     await api.delete("Pod", "ns", name)
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         inf = Informer(world, api, "Pod", watch_drops=drops, duplicates=dups)
         inf.start()
         high: dict[str, int] = {}

@@ -59,7 +59,7 @@ def _relist_model(queue: Recorder, deletes: list[DeleteEvent]) -> Any:
         return True
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         await api.create(KubeObject("Pod", "ns", "a"))
         inf = Informer(world, api, "Pod", latency=1.0, watch_drops=True)
         # a controller that ignores creates (it creates these pods itself) and reconciles on changes
@@ -81,18 +81,18 @@ def test_create_predicate_drops_relist_add() -> None:
     chooser = FaultChooser("fault: informer/Pod watch drops")
     clean(run_with(_relist_model(queue, deletes), chooser))
     assert chooser.taken == [
-        "fault: informer/Pod watch drops before DELETED ns/a rv=2 is sent; relists after backoff"]
+        "fault: informer/Pod watch drops before DELETED ns/a rv=7 is sent; relists after backoff"]
     # relisted: create and update of b coalesce into one add, which the create predicate drops;
     # the missed delete comes as a tombstone, unwrapped, with delete_state_unknown
     assert queue.added == ["ns/a"]
-    assert [(d.object.key, d.delete_state_unknown, d.object.resource_version) for d in deletes] == [("ns/a", True, 1)]
+    assert [(d.object.key, d.delete_state_unknown, d.object.resource_version) for d in deletes] == [("ns/a", True, 6)]
 
 
 def test_generation_changed_predicate() -> None:
     queue = Recorder()
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         inf = Informer(world, api, "Job")
         watch(inf, queue, None, GenerationChangedPredicate())
         inf.start()
@@ -173,7 +173,7 @@ def test_lister_ahead_of_handler() -> None:
     seen: list[tuple[str, int, int | None]] = []
 
     async def scenario(world: World) -> None:
-        api = world.state["api"] = APIServer(world)
+        api = world.state["api"] = APIServer(world, namespaces=("ns",))
         inf = Informer(world, api, "Pod", handler_lag=True)
         inf.add_event_handler(
             lambda o: seen.append(("add", o.resource_version, inf.lister.resource_version("ns", "a"))),
@@ -184,13 +184,13 @@ def test_lister_ahead_of_handler() -> None:
         await _create_then_update(world, inf)()
 
     clean(run(scenario))
-    assert seen == [("add", 1, 1), ("update", 2, 2)]  # canonical: the handler keeps up with the lister
+    assert seen == [("add", 6, 6), ("update", 7, 7)]  # canonical: the handler keeps up with the lister
     seen.clear()
     out = clean(run_with(scenario, PostponeActors("informer/Pod/handler")))
     # held: both deliveries reached the indexer before the handler ran for the first
-    assert seen == [("add", 1, 2), ("update", 2, 2)]
+    assert seen == [("add", 6, 7), ("update", 7, 7)]
     labels = [r.label for r in out.trace]
-    assert labels.index("informer/Pod deliver MODIFIED ns/a rv=2") < labels.index("informer/Pod handle add ns/a rv=1")
+    assert labels.index("informer/Pod deliver MODIFIED ns/a rv=7") < labels.index("informer/Pod handle add ns/a rv=6")
 
 
 def test_two_handlers_lag_independently() -> None:
@@ -199,7 +199,7 @@ def test_two_handlers_lag_independently() -> None:
     second: list[tuple[int, int]] = []
 
     async def scenario(world: World) -> None:
-        api = world.state["api"] = APIServer(world)
+        api = world.state["api"] = APIServer(world, namespaces=("ns",))
         inf = Informer(world, api, "Pod", handler_lag=True)
         inf.add_event_handler(lambda o: first.append(o.resource_version), lambda _o, n: first.append(n.resource_version))
         inf.add_event_handler(
@@ -211,18 +211,18 @@ def test_two_handlers_lag_independently() -> None:
         await _create_then_update(world, inf)()
 
     out = clean(run(scenario))
-    assert first == [1, 2] and second == [(1, 1), (2, 2)]  # canonical: in step
+    assert first == [6, 7] and second == [(6, 1), (7, 2)]  # canonical: in step
     actors = {r.actor for r in out.trace if " handle " in r.label}
     assert actors == {"informer/Pod/handler", "informer/Pod/handler-2"}
     for held, other in (("informer/Pod/handler", "second"), ("informer/Pod/handler-2", "first")):
         first.clear()
         second.clear()
         clean(run_with(scenario, PostponeActors(held)))
-        assert first == [1, 2]
+        assert first == [6, 7]
         if other == "second":  # the second handler saw both before the first saw either
-            assert second == [(1, 0), (2, 0)]
+            assert second == [(6, 0), (7, 0)]
         else:  # the first ran ahead: the second saw each event after the first had seen both
-            assert second == [(1, 2), (2, 2)]
+            assert second == [(6, 2), (7, 2)]
 
 
 def test_async_handler_blocks_its_listener() -> None:
@@ -230,7 +230,7 @@ def test_async_handler_blocks_its_listener() -> None:
     log: list[tuple[str, str, float]] = []
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         inf = Informer(world, api, "Pod", handler_lag=True)
 
         async def on_add(pod: KubeObject) -> None:
@@ -274,7 +274,7 @@ def test_async_handler_crashes_with_its_process() -> None:
     log: list[tuple[str, int, float]] = []
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
 
         def build(proc: ControllerProcess) -> Informer:
             inf = Informer(world, api, "Pod", handler_lag=True, process=proc)
@@ -307,7 +307,7 @@ def test_async_handler_is_refused_without_a_listener() -> None:
     from harness import UsageError
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         inf = Informer(world, api, "Pod")
 
         async def on_add(obj: KubeObject) -> None:  # pragma: no cover - never registered
@@ -326,7 +326,7 @@ def test_late_handler_gets_synthetic_adds() -> None:
     late: list[tuple[str, int, float]] = []
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         for n in ("b", "a"):
             await api.create(KubeObject("Pod", "ns", n))
         inf = Informer(world, api, "Pod")
@@ -340,11 +340,11 @@ def test_late_handler_gets_synthetic_adds() -> None:
 
     out = clean(run(scenario))
     assert early == ["ns/b", "ns/a"]  # the first handler saw each object once: no synthetic add for it
-    assert late == [("ns/b", 1, 1.0), ("ns/a", 2, 1.0)]  # cache order, each once, to the new handler only
+    assert late == [("ns/b", 6, 1.0), ("ns/a", 7, 1.0)]  # cache order, each once, to the new handler only
     labels = [(r.actor, r.label) for r in out.trace if "synthetic" in r.label]
     assert labels == [
-        ("informer/Pod/late-handler-2", "informer/Pod synthetic add ns/b rv=1"),
-        ("informer/Pod/late-handler-2", "informer/Pod synthetic add ns/a rv=2"),
+        ("informer/Pod/late-handler-2", "informer/Pod synthetic add ns/b rv=6"),
+        ("informer/Pod/late-handler-2", "informer/Pod synthetic add ns/a rv=7"),
     ]
 
 
@@ -366,7 +366,7 @@ def _writer_model(events: list[tuple[Any, ...]], **informer: Any) -> Any:
     """a exists; while the watch is open, a is deleted and b created then changed."""
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         await api.create(KubeObject("Pod", "ns", "a"))
         inf = Informer(world, api, "Pod", latency=1.0, **informer)
         world.state["inf"] = inf
@@ -382,7 +382,7 @@ def _writer_model(events: list[tuple[Any, ...]], **informer: Any) -> Any:
     return scenario
 
 
-WATCHED = [("add", "ns/a", 1), ("delete", "ns/a", 2), ("add", "ns/b", 3), ("update", "ns/b", 3, 4)]
+WATCHED = [("add", "ns/a", 6), ("delete", "ns/a", 7), ("add", "ns/b", 8), ("update", "ns/b", 8, 9)]
 
 
 def test_watch_end_resumes_without_relist() -> None:
@@ -393,10 +393,10 @@ def test_watch_end_resumes_without_relist() -> None:
     chooser = FaultChooser("fault: informer/Pod watch ends")
     out = clean(run_with(_writer_model(events, watch_ends=True), chooser))
     assert chooser.taken == [
-        "fault: informer/Pod watch ends before DELETED ns/a rv=2 is sent; resumes from the last received rv=1"]
+        "fault: informer/Pod watch ends before DELETED ns/a rv=7 is sent; resumes from the last received rv=6"]
     assert events == WATCHED  # nothing lost, nothing duplicated, no tombstone
     labels = [r.label for r in out.trace]
-    assert labels.count("informer/Pod list") == 1 and "informer/Pod re-watch from rv=1" in labels
+    assert labels.count("informer/Pod list") == 1 and "informer/Pod re-watch from rv=6" in labels
 
 
 def test_compaction_gives_410_then_relist_after_backoff() -> None:
@@ -404,8 +404,8 @@ def test_compaction_gives_410_then_relist_after_backoff() -> None:
     chooser = Recording("fault: informer/Pod watch ends", "fault: informer/Pod re-watch gets 410 Gone")
     out = clean(run_with(_writer_model(events, watch_ends=True, compactions=True), chooser))
     assert chooser.taken == [
-        "fault: informer/Pod watch ends before DELETED ns/a rv=2 is sent; resumes from the last received rv=1",
-        "fault: informer/Pod re-watch gets 410 Gone (the server compacted past the last received rv=1)",
+        "fault: informer/Pod watch ends before DELETED ns/a rv=7 is sent; resumes from the last received rv=6",
+        "fault: informer/Pod re-watch gets 410 Gone (the server compacted past the last received rv=6)",
     ]
     steps = [(r.label, r.time) for r in out.trace if r.actor == "informer/Pod"]
     rewatch = next(t for label, t in steps if label.startswith("informer/Pod re-watch"))
@@ -413,14 +413,14 @@ def test_compaction_gives_410_then_relist_after_backoff() -> None:
     assert relist == rewatch + 0.8  # client-go's first backoff, at its nominal time
     assert chooser.offered[f"informer/Pod list@{relist:g}"] == (relist, relist + 0.8)  # jitter 1.0: up to 2x
     # the relist's Replace: the missed delete is a tombstone (first, as RealFIFO queues it), b's two states one add
-    assert events == [("add", "ns/a", 1), ("tombstone", "ns/a", 1), ("add", "ns/b", 4)]
+    assert events == [("add", "ns/a", 6), ("tombstone", "ns/a", 6), ("add", "ns/b", 9)]
 
 
 def test_backoff_matches_client_go() -> None:
     """800 ms doubling to a 30 s cap; after 2 minutes without a failure it starts again at 800 ms."""
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         inf = Informer(world, api, "Pod", watch_ends=True, compactions=True)
         inf.start()
         await inf.wait_for_cache_sync()
@@ -467,7 +467,7 @@ def _burst_model(events: list[tuple[Any, ...]]) -> Any:
     """After sync: q created, b created then its status changed, c created, all at one instant."""
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         inf = Informer(world, api, "Pod", watch_ends=True, watch_drops=True)
         inf.add_event_handler(
             lambda o: events.append(("add", o.key, o.resource_version)),
@@ -493,36 +493,36 @@ def test_received_deltas_survive_watch_end() -> None:
     records its revision (``setLastSyncResourceVersion``); a closed watch is
     re-opened from that revision (``Reflector.watch``), and nothing empties the
     FIFO, which ``processLoop`` keeps popping meanwhile. Here the watch ends
-    after rv 2: q and b (rv 1, 2) were received, b's status change (rv 3) and c
-    (rv 4) were not.
+    after rv 7: q and b (rv 6, 7) were received, b's status change (rv 8) and c
+    (rv 9) were not.
     """
     events: list[tuple[Any, ...]] = []
     chooser = HoldPopsAfterFault("informer/Pod", "fault: informer/Pod watch ends before MODIFIED ns/b")
     out = clean(run_with(_burst_model(events), chooser))
     assert chooser.taken == [
-        "fault: informer/Pod watch ends before MODIFIED ns/b rv=3 is sent; resumes from the last received rv=2"]
-    assert events == [("add", "ns/q", 1), ("add", "ns/b", 2), ("update", "ns/b", 2, 3), ("add", "ns/c", 4)]
+        "fault: informer/Pod watch ends before MODIFIED ns/b rv=8 is sent; resumes from the last received rv=7"]
+    assert events == [("add", "ns/q", 6), ("add", "ns/b", 7), ("update", "ns/b", 7, 8), ("add", "ns/c", 9)]
     labels = [r.label for r in out.trace if r.actor == "informer/Pod"]
-    rewatch = labels.index("informer/Pod re-watch from rv=2")  # not from rv=0: q and b were received
-    # b (received) is still queued at the re-watch and delivered after it, once; rv 3 and 4 come from the re-watch
-    assert labels.index("informer/Pod deliver ADDED ns/b rv=2") > rewatch
-    assert labels.count("informer/Pod deliver ADDED ns/b rv=2") == 1
-    assert labels.index("informer/Pod deliver MODIFIED ns/b rv=3") > labels.index("informer/Pod deliver ADDED ns/b rv=2")
+    rewatch = labels.index("informer/Pod re-watch from rv=7")  # not from rv=0: q and b were received
+    # b (received) is still queued at the re-watch and delivered after it, once; rv 8 and 9 come from the re-watch
+    assert labels.index("informer/Pod deliver ADDED ns/b rv=7") > rewatch
+    assert labels.count("informer/Pod deliver ADDED ns/b rv=7") == 1
+    assert labels.index("informer/Pod deliver MODIFIED ns/b rv=8") > labels.index("informer/Pod deliver ADDED ns/b rv=7")
 
     # A watch that fails instead (the watch_drop shorthand: relist after the backoff): the received
-    # intermediate state of b (rv 2) is still delivered, before the relist's coalesced rv 3; the
-    # stream that was discarded before would have shown b only at rv 3.
+    # intermediate state of b (rv 7) is still delivered, before the relist's coalesced rv 8; the
+    # stream that was discarded before would have shown b only at rv 8.
     events.clear()
     chooser = HoldPopsAfterFault("informer/Pod", "fault: informer/Pod watch drops before MODIFIED ns/b")
     out = clean(run_with(_burst_model(events), chooser))
     assert chooser.taken == [
-        "fault: informer/Pod watch drops before MODIFIED ns/b rv=3 is sent; relists after backoff"]
-    assert events == [("add", "ns/q", 1), ("add", "ns/b", 2), ("update", "ns/b", 2, 3), ("add", "ns/c", 4)]
+        "fault: informer/Pod watch drops before MODIFIED ns/b rv=8 is sent; relists after backoff"]
+    assert events == [("add", "ns/q", 6), ("add", "ns/b", 7), ("update", "ns/b", 7, 8), ("add", "ns/c", 9)]
     labels = [r.label for r in out.trace if r.actor == "informer/Pod"]
     assert labels.count("informer/Pod list") == 2
     # the relist's deltas were queued behind b's ADDED and popped as one delta in their turn
-    assert labels.index("informer/Pod deliver ADDED ns/b rv=2") > labels.index("informer/Pod list", 1)
-    assert "informer/Pod deliver relist of 3 objects rv=4" in labels
+    assert labels.index("informer/Pod deliver ADDED ns/b rv=7") > labels.index("informer/Pod list", 1)
+    assert "informer/Pod deliver relist of 3 objects rv=9" in labels
 
 
 def test_replace_tombstones_missing_keys() -> None:
@@ -539,9 +539,9 @@ def test_replace_tombstones_missing_keys() -> None:
     initial = ("x", "y", "z", "v", "u")
 
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         for name in initial:
-            await api.create(KubeObject("Pod", "ns", name))  # rv 1-5, listed at sync
+            await api.create(KubeObject("Pod", "ns", name))  # rv 6-10, listed at sync
         inf = Informer(world, api, "Pod", watch_drops=True)
         inf.add_event_handler(
             lambda o: events.append(("add", o.key, o.resource_version)),
@@ -552,32 +552,32 @@ def test_replace_tombstones_missing_keys() -> None:
         inf.start()
         await inf.wait_for_cache_sync()
         # received (in the FIFO when the watch fails): q's create is popped at once, the rest stay queued
-        await api.create(KubeObject("Pod", "ns", "q"))  # rv 6
-        await api.patch("Pod", "ns", "y", {"status": {"phase": "Running"}})  # rv 7: y queued, newer than the indexer
-        await api.create(KubeObject("Pod", "ns", "w"))  # rv 8: w queued, never in the indexer
-        await api.delete("Pod", "ns", "z")  # rv 9: z's last queued delta is a delete
+        await api.create(KubeObject("Pod", "ns", "q"))  # rv 11
+        await api.patch("Pod", "ns", "y", {"status": {"phase": "Running"}})  # rv 12: y queued, newer than the indexer
+        await api.create(KubeObject("Pod", "ns", "w"))  # rv 13: w queued, never in the indexer
+        await api.delete("Pod", "ns", "z")  # rv 14: z's last queued delta is a delete
         # not yet sent when the watch fails: seen only through the relist
         for name in ("x", "y", "w"):
-            await api.delete("Pod", "ns", name)  # rv 10-12
-        await api.patch("Pod", "ns", "u", {"status": {"phase": "Running"}})  # rv 13
+            await api.delete("Pod", "ns", name)  # rv 15-17
+        await api.patch("Pod", "ns", "u", {"status": {"phase": "Running"}})  # rv 18
         await world.sleep(5.0)
 
     chooser = HoldPopsAfterFault("informer/Pod", "fault: informer/Pod watch drops before DELETED ns/x")
     out = clean(run_with(scenario, chooser))
     assert chooser.taken == [
-        "fault: informer/Pod watch drops before DELETED ns/x rv=10 is sent; relists after backoff"]
-    assert events[:5] == [("add", f"ns/{n}", rv) for rv, n in enumerate(initial, 1)]
+        "fault: informer/Pod watch drops before DELETED ns/x rv=15 is sent; relists after backoff"]
+    assert events[:5] == [("add", f"ns/{n}", rv) for rv, n in enumerate(initial, 6)]
     assert events[5:] == [
-        ("add", "ns/q", 6),  # popped in the step that learnt of the failure
+        ("add", "ns/q", 11),  # popped in the step that learnt of the failure
         # received deltas, still delivered one by one after the relist was queued behind them
-        ("update", "ns/y", 2, 7), ("add", "ns/w", 8), ("delete", "ns/z", 9),
-        # Replace: queued keys first, each with its newest queued object: y at rv 7 (the indexer had
-        # rv 2 when the list came), w at rv 8 (never in the indexer then); z already ends in a delete
-        ("tombstone", "ns/y", 7), ("tombstone", "ns/w", 8),
+        ("update", "ns/y", 7, 12), ("add", "ns/w", 13), ("delete", "ns/z", 14),
+        # Replace: queued keys first, each with its newest queued object: y at rv 12 (the indexer had
+        # rv 7 when the list came), w at rv 13 (never in the indexer then); z already ends in a delete
+        ("tombstone", "ns/y", 12), ("tombstone", "ns/w", 13),
         # then indexer keys not queued: x with the indexer's object
-        ("tombstone", "ns/x", 1),
+        ("tombstone", "ns/x", 6),
         # then the list: q and v unchanged (syncs, no handler hears of them), u changed
-        ("update", "ns/u", 5, 13),
+        ("update", "ns/u", 10, 18),
     ]
     labels = [r.label for r in out.trace if r.actor == "informer/Pod"]
-    assert labels.index("informer/Pod list", 1) < labels.index("informer/Pod deliver MODIFIED ns/y rv=7")
+    assert labels.index("informer/Pod list", 1) < labels.index("informer/Pod deliver MODIFIED ns/y rv=12")

@@ -60,7 +60,6 @@ async def _kopf_scenario(world: h.World, *, handlers: str, labels: str = "demo",
                          crash: bool = False) -> None:
     world.horizon = 60
     api = APIServer(world)
-    await api.create(KubeObject("Namespace", "", "default"))
     kopf_operator(api, "kopf-op", handlers, env={"MARK": "marked"}, crash_faults=crash).start()
     await api.create(KubeObject("ConfigMap", "default", "a", labels={"app": labels}, extra={"data": {"x": "1"}}))
     await world.sleep(10)
@@ -204,7 +203,7 @@ def test_asyncio_operator_with_aiohttp_client() -> None:
 
     out = run_once(scenario, ReplayChooser([]))
     assert out.violation is None, out.violation
-    assert seen == ["get 200 rv=1", "create 201", "ADDED a", "ADDED b", "ADDED c"]
+    assert seen == ["get 200 rv=5", "create 201", "ADDED a", "ADDED b", "ADDED c"]
     labels = [(r.actor, r.label) for r in out.trace]
     assert ("aio-op/_aiohttp_main", "get ConfigMap default/a") in labels
     # a watch delivery is the stream's own step, then the reading task wakes as its own choice

@@ -12,7 +12,7 @@ from harness.sim import World
 
 
 async def _delete_and_recreate(world: World, seen: dict[str, Any]) -> None:
-    api = APIServer(world)
+    api = APIServer(world, namespaces=("ns",))
     Kubelet(world, api, exits_after=1.0).start()
     await api.create(KubeObject("Pod", "ns", "p", spec={"nodeName": "node-1", "terminationGracePeriodSeconds": 10}))
     await world.sleep(0.5, "user looks")
@@ -42,7 +42,7 @@ def test_the_kubelet_removes_a_terminating_pod_within_its_grace_period() -> None
 async def _force_and_recreate(world: World) -> None:
     """The user deletes gracefully, then force-deletes and re-creates the name while the kubelet's containers are
     still stopping: the kubelet's final DELETE carries the old pod's UID and must not remove the new pod."""
-    api = APIServer(world)
+    api = APIServer(world, namespaces=("ns",))
     Kubelet(world, api, exits_after=1.0).start()
     spec = {"nodeName": "node-1", "terminationGracePeriodSeconds": 10}
     await api.create(KubeObject("Pod", "ns", "p", spec=dict(spec)))

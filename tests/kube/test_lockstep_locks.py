@@ -258,7 +258,6 @@ def test_kopf_sync_handlers_share_a_module_level_lock(tmp_path: Path) -> None:
     async def scenario(world: h.World) -> None:
         world.horizon = 60
         api = APIServer(world)
-        await api.create(KubeObject("Namespace", "", "default"))
         kopf_operator(api, "kopf-op", str(handlers)).start()
         await api.create(KubeObject("ConfigMap", "default", "a", labels={"app": "demo"}))
         await api.create(KubeObject("ConfigMap", "default", "b", labels={"app": "demo"}))

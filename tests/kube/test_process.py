@@ -19,7 +19,7 @@ from harness.sim import World
 
 def crash_scenario(box: dict[str, Any]) -> Any:
     async def scenario(world: World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         await api.create(KubeObject("Queue", "ns", "q"))
 
         def build(proc: ControllerProcess) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""What runs beside a served apiserver (``harness/kube/_http/_cluster.py``): the system namespaces, the namespace
-controller and the garbage collector, driven through the REST handler as ``serve`` drives them."""
+"""What runs beside a served apiserver (``harness/kube/_http/_cluster.py``): the namespace controller and the
+garbage collector, driven through the REST handler as ``serve`` drives them, over the namespaces every apiserver has."""
 
 from __future__ import annotations
 
@@ -27,23 +27,23 @@ async def status(handler: APIHandler, method: str, path: str) -> int:
 
 
 def test_serve_has_default_namespaces() -> None:
-    """``pkg/controlplane/controller/systemnamespaces`` creates kube-system, kube-public and kube-node-lease, and
-    the bootstrap controller (``controller/kubernetesservice``) ``default``; each Active with the ``kubernetes``
-    spec finalizer (``namespace/strategy.go`` ``PrepareForCreate``). A model's apiserver stays empty: its runs and
-    their pinned revisions do not change."""
+    """``pkg/controlplane/controller/systemnamespaces`` creates kube-system, kube-public, kube-node-lease and
+    default, each Active with the ``kubernetes`` spec finalizer (``namespace/strategy.go`` ``PrepareForCreate``).
+    They are every apiserver's from its start; ``start_cluster`` adds only controllers, never a namespace."""
     seen: dict[str, Any] = {}
 
     async def scenario(world: h.World) -> None:
         bare = APIServer(world)
-        seen["bare"] = bare.peek_all("Namespace")
+        seen["bare"] = {ns.name: (ns.spec, ns.status) for ns in bare.peek_all("Namespace")}
         served = APIServer(world)
         await start_cluster(_handler_of(served))
-        seen["served"] = {ns.name: (ns.spec, ns.status) for ns in served.peek_all("Namespace")}
+        seen["served"] = {ns.name: (ns.spec, ns.status, ns.resource_version) for ns in served.peek_all("Namespace")}
 
     clean(run(scenario))
-    assert seen["bare"] == []
     active = ({"finalizers": ["kubernetes"]}, {"phase": "Active"})
-    assert seen["served"] == {n: active for n in ("default", "kube-system", "kube-public", "kube-node-lease")}
+    names = ("kube-system", "kube-public", "kube-node-lease", "default")
+    assert seen["bare"] == {n: active for n in names}
+    assert seen["served"] == {n: (*active, rv) for rv, n in enumerate(names, start=1)}
 
 
 def test_namespace_deletion_deletes_its_objects() -> None:
@@ -51,8 +51,8 @@ def test_namespace_deletion_deletes_its_objects() -> None:
     ``status.phase: Terminating``); ``pkg/controller/namespace/deletion/namespaced_resources_deleter.go`` ``Delete``
     removes every object in it, waits while one remains (here a ConfigMap's finalizer), then finalizes (spec
     finalizers emptied) and the apiserver removes the Namespace. Objects of other namespaces stay. The
-    NamespaceLifecycle admission (``plugin/pkg/admission/namespace/lifecycle/admission.go``) forbids a create in a
-    Terminating namespace and the deletion of ``default``."""
+    NamespaceLifecycle admission (``k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go``)
+    forbids a create in a Terminating namespace and the deletion of ``default``."""
     seen: dict[str, Any] = {}
 
     async def scenario(world: h.World) -> None:

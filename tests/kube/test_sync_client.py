@@ -116,9 +116,9 @@ def test_official_client_reads_creates_patches_and_deletes_in_virtual_time() -> 
     out = run_once(scenario, ReplayChooser([]))
     assert out.violation is None, out.violation
     # every call answered by the world's apiserver, every time.sleep a virtual sleep of exactly its length
-    assert seen == {"read": (0.0, {"x": "1"}), "created": (2.0, None), "patched": (3.5, "3"), "deleted": (4.0, None),
+    assert seen == {"read": (0.0, {"x": "1"}), "created": (2.0, None), "patched": (3.5, "7"), "deleted": (4.0, None),
                     "read after delete": (4.0, (404, "Not Found"))}
-    assert objects == {"b": {"from": "1", "patched": "yes"}}
+    assert objects == {"b": {"from": "5", "patched": "yes"}}
     # each request is a step of the thread's actor, named after the function kopf would call
     steps = [(r.actor, r.label) for r in out.trace
              if r.actor != "main" and r.label.split(" ")[0] in ("get", "create", "patch", "delete")]
@@ -201,7 +201,6 @@ def test_kopf_sync_handler_with_the_official_client(tmp_path: Path) -> None:
     async def scenario(world: h.World) -> None:
         world.horizon = 60
         api = APIServer(world)
-        await api.create(KubeObject("Namespace", "", "default"))
         kopf_operator(api, "kopf-op", str(handlers)).start()
         await api.create(KubeObject("ConfigMap", "default", "a", labels={"app": "demo"}))
         await world.sleep(10)

@@ -22,7 +22,7 @@ async def _three_versions(world: World, api: APIServer) -> None:
 
 
 async def _lagging_reader(world: World, seen: list[Any], *, at: float = 1.0) -> None:
-    api = APIServer(world, stale_reads=True, stale_window=2.0)
+    api = APIServer(world, namespaces=("ns",), stale_reads=True, stale_window=2.0)
     await _three_versions(world, api)
     await world.sleep(at)
     inf = Informer(world, api, "Config", name="reader/informer/Config")
@@ -83,7 +83,7 @@ def test_stale_view_stays_frozen_until_released() -> None:
 
 
 async def _crashing(world: World, log: list[float]) -> None:
-    api = APIServer(world)
+    api = APIServer(world, namespaces=("ns",))
 
     def build(proc: ControllerProcess) -> None:
         async def work() -> None:
@@ -118,7 +118,7 @@ def test_restart_delay_is_a_window() -> None:
 
 
 async def _drop_and_relist(world: World) -> None:
-    api = APIServer(world, stale_reads=True, stale_window=2.0)
+    api = APIServer(world, namespaces=("ns",), stale_reads=True, stale_window=2.0)
     inf = Informer(world, api, "Config", name="r/informer/Config", watch_drops=True)
     inf.start()
     await inf.wait_for_cache_sync()
@@ -132,7 +132,7 @@ def test_a_relist_never_goes_back_before_what_the_informer_saw() -> None:
     The watch drops before the second MODIFIED (the informer has seen the first); the relist 0.8 s later may
     come from a lagging cache, but not from one that lags behind the first MODIFIED.
     """
-    chooser = FaultChooser("fault: r/informer/Config watch drops before MODIFIED ns/c rv=3")
+    chooser = FaultChooser("fault: r/informer/Config watch drops before MODIFIED ns/c rv=8")
     clean(run_with(_drop_and_relist, chooser))
     stale = [p for p in chooser.points if "lagging watch cache" in p]
     assert stale == ["fault: r/informer/Config lists from a lagging watch cache at the revision of MODIFIED ns/c"], \
@@ -144,7 +144,7 @@ def test_stale_reads_may_name_the_kinds_whose_cache_lags() -> None:
     a search that turns every fault kind on overrides it, as it overrides every model flag."""
 
     async def two_kinds(world: World, kinds: Any) -> None:
-        api = APIServer(world, stale_reads=kinds, stale_window=2.0)
+        api = APIServer(world, namespaces=("ns",), stale_reads=kinds, stale_window=2.0)
         await _three_versions(world, api)
         await api.create(KubeObject("Other", "ns", "o", spec={"v": 1}))
         await world.sleep(0.2)

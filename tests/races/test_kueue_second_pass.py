@@ -113,7 +113,7 @@ def test_canonical_run_serves_the_stale_entry_when_the_timer_fires() -> None:
     assert out.violation.name == SAFETY and out.violation.time == pytest.approx(1.25)
     labels = _labels(out.trace)
     # the delete is observed 0.3 s after the node failure, well inside the 1 s window
-    assert labels.index("informer/Workload deliver DELETED test-a/wl1 rv=11") < labels.index(
+    assert labels.index("informer/Workload deliver DELETED test-a/wl1 rv=15") < labels.index(
         "AfterFunc(1s) fires: queueSecondPass test-a/wl1"
     )
 
@@ -217,7 +217,7 @@ def test_residual_window_is_open_in_5587_and_closed_by_15571() -> None:
     labels = _labels(cx.trace)
     fired = labels.index("AfterFunc(1s) fires: queueSecondPass test-a/wl1")
     heads = labels.index("Heads: wait for pending workloads (sync.Cond)", fired)
-    delete = labels.index("informer/Workload deliver DELETED test-a/wl1 rv=11")
+    delete = labels.index("informer/Workload deliver DELETED test-a/wl1 rv=15")
     get_ns = labels.index("get Namespace test-a (cached client)", heads)
     assert heads < delete < get_ns
     fixed = harness.explore(scenario_after_5587, strategy="exhaustive:1", fixed=True)

@@ -76,8 +76,8 @@ def test_stale_retry_fires_after_the_new_job_exists(buggy: harness.Result) -> No
 def test_oracle_wording_names_both_pod_group_uids(buggy: harness.Result) -> None:
     assert buggy.counterexample is not None
     msg = buggy.counterexample.violation.message
-    assert msg.startswith("processCleanupJob dequeued JobInfo default/podgroup-uid-0001 (PgUID uid-0002)")
-    assert "but deleted sc.Jobs[default/podgroup-uid-0001] = JobInfo default/podgroup-uid-0001 (PgUID uid-0005)" in msg
+    assert msg.startswith("processCleanupJob dequeued JobInfo default/podgroup-uid-0005 (PgUID uid-0006)")
+    assert "but deleted sc.Jobs[default/podgroup-uid-0005] = JobInfo default/podgroup-uid-0005 (PgUID uid-0009)" in msg
     assert "(PodGroup set, 1 task(s))" in msg
 
 

@@ -47,7 +47,7 @@ def test_pod_deleted_is_delivered_then_the_session_opens_before_the_pod_group_de
     (hold,) = cx.plan
     assert isinstance(hold, Hold) and hold.what.actor == "scheduler/informer/PodGroup"
     labels = [r.label for r in cx.trace]
-    pod_deleted = labels.index("scheduler/informer/Pod deliver DELETED default/j1-worker-0 rv=6")
+    pod_deleted = labels.index("scheduler/informer/Pod deliver DELETED default/j1-worker-0 rv=10")
     session = labels.index("open session: snapshot the cache", pod_deleted)
     assert not any("scheduler/informer/PodGroup deliver DELETED" in label for label in labels[:session])
 
@@ -103,8 +103,8 @@ def test_canonical_run_delivers_both_deletes_before_the_session() -> None:
     labels = [r.label for r in out.trace]
     # the user's delete at 2.5 s: both DELETED events reach the scheduler before its 3 s session
     session = labels.index("open session: snapshot the cache", labels.index("delete Job default/j1"))
-    assert labels.index("scheduler/informer/Pod deliver DELETED default/j1-worker-0 rv=6") < session
-    assert labels.index("scheduler/informer/PodGroup deliver DELETED default/j1-uid-0001 rv=7") < session
+    assert labels.index("scheduler/informer/Pod deliver DELETED default/j1-worker-0 rv=10") < session
+    assert labels.index("scheduler/informer/PodGroup deliver DELETED default/j1-uid-0005 rv=11") < session
     assert out.trace[session].time == 3.0
 
 

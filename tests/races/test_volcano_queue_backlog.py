@@ -164,7 +164,7 @@ def test_the_churn_and_session_phases_do_not_place_the_bug(churn_start: float, s
 
 # ------------------------------------------------------ the reusable core
 CORE_CONFLICT = (
-    "at t={} the queue controller's UpdateStatus of Queue q1 from its lister copy (rv=1; the apiserver has rv=6) "
+    "at t={} the queue controller's UpdateStatus of Queue q1 from its lister copy (rv=5; the apiserver has rv=10) "
     "got 409 Conflict; the request was re-queued with AddRateLimited"
 )
 

@@ -346,7 +346,7 @@ def test_a_runaway_page_is_not_replayed_for_object_state(tmp_path: Path) -> None
 
     @h.scenario
     async def spins(world: h.World) -> None:
-        api = APIServer(world)
+        api = APIServer(world, namespaces=("ns",))
         await api.create(KubeObject("ConfigMap", "ns", "a"))
         while api.peek("ConfigMap", "ns", "b") is None:
             await world.sleep(0.1, "user waits until b exists")
@@ -359,3 +359,17 @@ def test_a_runaway_page_is_not_replayed_for_object_state(tmp_path: Path) -> None
     assert not log.available and "not re-run" in log.note and "runaway" in log.note
     page = render_counterexample_html(cx, title="spins")
     assert "a runaway is not re-run for its page" in page
+
+
+def test_the_clusters_own_namespaces_are_no_change_of_the_run() -> None:
+    """Every apiserver starts with its cluster's namespaces (``bootstrap_revision``): the object state shows the
+    run's changes (the ReplicaSet, its Pods), never four Namespaces "added" at the step that built the apiserver."""
+    from examples.replicaset_recreate import scenario
+    from harness.report import capture_states
+
+    result = explore(scenario, strategy="random", budget=200, seed=0, fixed=False)
+    assert result.counterexample is not None, result.outcome
+    log = capture_states(result.counterexample)
+    changed = [c.ref for changes in log.changes.values() for c in changes]
+    assert log.available and any(ref.startswith("ReplicaSet ") for ref in changed)
+    assert not any(ref.startswith("Namespace ") for ref in changed), changed

@@ -7,7 +7,9 @@ deviations ("instead of ..." words). Digests are stored in trace files and compa
 processes, so a change that moves one of them breaks every saved trace: regenerate the file only
 with a format change (``FORMAT_VERSION``), never to make this test pass. A deliberate change to a
 race's model (kueue_second_pass's final fix), or to a kube component a race runs (the garbage
-collector following attemptToDeleteItem: volcano_gang_close), re-records that race's rows alone.
+collector following attemptToDeleteItem: volcano_gang_close), re-records that race's rows alone. Every apiserver
+holding a cluster's four namespaces from its start moved every race's revisions and uids by four: their digests
+alone were re-recorded (steps, deviations, violations and lengths unchanged, as the rows show).
 """
 
 from __future__ import annotations

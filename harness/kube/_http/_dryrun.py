@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .._errors import AlreadyExists, Conflict, NotFound
+from .._lifecycle import lifecycle_refusal, prepare_namespace
 from .._objects import KubeObject
 from .._registry import _namespace_finalizers, deletion_finalizers, rewritten
 
@@ -31,6 +32,12 @@ class DryRun:
     def __init__(self, api: APIServer) -> None:
         self.api = api
 
+    def _admit(self, operation: str, kind: str, namespace: str, name: str) -> None:
+        """The NamespaceLifecycle admission runs for a dry run too (admission comes before the storage)."""
+        err = lifecycle_refusal(self.api._store.get("Namespace", {}), operation, kind, namespace, name)
+        if err is not None:
+            raise err
+
     def _current(self, kind: str, namespace: str, name: str) -> KubeObject:
         cur = self.api._store.get(kind, {}).get(f"{namespace}/{name}" if namespace else name)
         if cur is None:
@@ -41,6 +48,7 @@ class DryRun:
         """``Registry._create``: the name taken is AlreadyExists; the uid is the one a create would assign next."""
         api = self.api
         new = obj.deepcopy()
+        self._admit("create", new.kind, new.namespace, new.name)
         if generate_name and not new.name:
             sequence = api._generated  # a dry run names the object without using up a name of the sequence
             try:
@@ -55,6 +63,8 @@ class DryRun:
         new.deletion_timestamp = None
         new.deletion_grace_period_seconds = None
         new.resource_version = 0
+        if new.kind == "Namespace":
+            prepare_namespace(new)
         return new
 
     def rewrite(self, verb: str, kind: str, namespace: str, name: str, build: Callable[[KubeObject], KubeObject],
@@ -64,6 +74,7 @@ class DryRun:
         Its resourceVersion stays the stored one, as ``DryRunnableStorage.GuaranteedUpdate`` answers.
         """
         cur = self._current(kind, namespace, name)
+        self._admit("update", kind, namespace, name)
         obj = build(cur.deepcopy())
         self.api._check_update(verb, obj, cur)
         new = rewritten(cur, obj, status_only=status_only, keep_status=keep_status)
@@ -75,6 +86,7 @@ class DryRun:
                propagation: str | None, grace_period_seconds: int | None) -> tuple[KubeObject, bool]:
         """``Registry._delete``: the object as deleted or as marked, and whether it would still be stored."""
         api = self.api
+        self._admit("delete", kind, namespace, name)
         cur = self._current(kind, namespace, name)
         if uid is not None and uid != cur.uid:
             raise Conflict.precondition(kind, name, "UID", uid, cur.uid)

@@ -17,7 +17,6 @@ from urllib.parse import parse_qsl, urlsplit
 from ...sim import EPOCH
 from .._apiserver import APIServer
 from .._errors import ApiError, Invalid, NotFound
-from .._namespaces import lifecycle_refusal, prepare_namespace
 from .._objects import KubeObject
 from ._apply import apply, parse_apply, track_update
 from ._codec import (
@@ -51,7 +50,7 @@ from ._resources import (
 from ._scale import scale_discovery, serve_scale
 from ._schema import conform, version_schema
 from ._selectors import _fields_match, parse_field_selector, parse_label_selector, selects
-from ._status import BadRequest, Forbidden, MethodNotSupported, NotAcceptable, UnsupportedMediaType, status_body
+from ._status import BadRequest, MethodNotSupported, NotAcceptable, UnsupportedMediaType, status_body
 from ._table import as_table, wants_table
 from ._watch import WatchOptions, _Watch
 
@@ -92,9 +91,6 @@ class APIHandler:
         self.codec = Codec(self._kind_api_version, epoch)
         self._builtin = {(r.group, r.plural): r for r in (*BUILTIN_RESOURCES, *REVIEW_RESOURCES)}
         self._builtin_kinds = {r.kind: r for r in BUILTIN_RESOURCES}
-        #: a namespace controller runs beside this apiserver (``serve``): served Namespaces get the ``kubernetes``
-        #: finalizer and their DELETE marks them Terminating (``_namespaces.py``); a model's handler has none
-        self.namespace_lifecycle = False
         #: requests by client name: an operator that made none in a run never reached the API, and its run is no
         #: result (``harness.kube._operator``)
         self.requests: Counter[str] = Counter()
@@ -172,13 +168,6 @@ class APIHandler:
             body = _json_body(headers, body, res, expected)
         if res.review:
             return self._review(method, res, p, body)
-        if self.namespace_lifecycle and method in ("POST", "DELETE"):  # the NamespaceLifecycle admission
-            verb = "create" if method == "POST" else "delete"
-            why = lifecycle_refusal(self.api, verb, res.kind, p.namespace, p.name)
-            if why is not None:
-                sent = _parse(body) if method == "POST" else {}
-                name = p.name or str(((sent if isinstance(sent, dict) else {}).get("metadata") or {}).get("name", ""))
-                raise Forbidden(f'{res.plural} "{name}" is forbidden: {why}')
         if method in ("POST", "PUT", "PATCH"):
             p.dry = _dry_run(q.get("dryRun"), {"POST": "CreateOptions", "PUT": "UpdateOptions",
                                                "PATCH": "PatchOptions"}[method])
@@ -328,8 +317,6 @@ class APIHandler:
         obj.uid, obj.resource_version = "", 0  # server-owned: a create ignores what the client sent
         if res.kind == CRD_KIND:
             _accept_crd(obj)
-        if res.kind == "Namespace" and self.namespace_lifecycle:
-            prepare_namespace(obj)
         if p.dry:
             doc = self.codec.encode(DryRun(self.api).create(obj, generate), res)
             del doc["metadata"]["resourceVersion"]  # DryRunnableStorage.Create stores nothing: no revision

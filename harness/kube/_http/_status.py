@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ApiError
+from .._errors import Forbidden as Forbidden  # the admission's 403 is the apiserver's own (``_lifecycle.py``)
 
 if TYPE_CHECKING:
     from ._resources import Resource
@@ -20,13 +21,6 @@ if TYPE_CHECKING:
 class BadRequest(ApiError):
     reason = "BadRequest"
     code = 400
-
-
-class Forbidden(ApiError):
-    """403: ``errors.NewForbidden`` (here only the NamespaceLifecycle admission's refusals)."""
-
-    reason = "Forbidden"
-    code = 403
 
 
 class MethodNotSupported(ApiError):
