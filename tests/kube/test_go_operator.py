@@ -123,3 +123,49 @@ def test_go_manager_with_leader_election_starts_and_stops(served: tuple[str, Pat
     finally:
         _stop(popen, signal.SIGKILL)
         api.close()
+
+
+# ------------------------------------------------------------------------------------------- searched
+@pytest.fixture(scope="module")
+def found() -> Any:
+    """The buggy manager searched as the Python operators are (every plan of one deviation, each run a fresh
+    process), shared by the tests that replay its plan: a run costs ~4 s (0.3 s of quiet after each step that
+    touched the process), so the search runs once."""
+    go_manager()
+    import harness as h
+    from examples.go_operator import scenario
+
+    return h.explore(scenario, strategy="exhaustive:1", budget=40, prove_minimal=True, fixed=False)
+
+
+def test_go_operator_found_proved_and_replayed(found: Any) -> None:
+    """The search finds the duplicate Secret in a plan of one held delivery, the Secret informer's ADDED of the
+    manager's own create (its cache lags its write; a reconcile triggered by the user's edit of the ConfigMap
+    meanwhile reads no Secret and creates a second), proves no plan of fewer deviations does, and the plan
+    replays with a fresh process each time."""
+    from harness.sim import Hold
+
+    assert found.verdict == "found", found.outcome
+    cx = found.counterexample
+    assert cx is not None and "duplicate Secrets for app" in cx.violation.message
+    assert cx.deviations == 1 and "proved minimal" in found.outcome, found.outcome
+    [held] = cx.plan or ()
+    assert isinstance(held, Hold) and held.what.label.startswith("go-operator/watch/Secret deliver ADDED"), held
+    for _ in range(2):
+        again = cx.replay(check=False)
+        assert again.violation is not None and "duplicate Secrets for app" in again.violation.message
+
+
+def test_go_operator_fixed_clean(found: Any) -> None:
+    """The fix (a deterministic name, AlreadyExists read as done) stays clean under the very plan that broke the
+    buggy manager and under a random search of its own."""
+    import harness as h
+    from examples.go_operator import scenario
+    from harness.sim import ReplayChooser, run_once
+
+    cx = found.counterexample
+    assert cx is not None
+    again = run_once(scenario, ReplayChooser(cx.choices), params={"fixed": True})
+    assert again.violation is None, again.violation
+    fixed = h.explore(scenario, strategy="random", budget=3, seed=0, prove_minimal=False, fixed=True)
+    assert fixed.verdict == "none-found" and fixed.runs == 3, fixed.outcome

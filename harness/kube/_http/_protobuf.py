@@ -208,9 +208,10 @@ _BINDING_FIELDS = (
 ROLE_BINDING = _fields("RoleBinding", *_BINDING_FIELDS)
 CLUSTER_ROLE_BINDING = _fields("ClusterRoleBinding", *_BINDING_FIELDS)
 
-# k8s.io/api/coordination/v1/generated.proto: what a leader election writes (client-go's leaderelection sends
-# protobuf: controller-runtime's pkg/leaderelection sets its config's ContentType); every LeaseSpec field is a
-# pointer in types.go, so a field sent keeps its zero value
+# k8s.io/api/coordination/v1/generated.proto: what a leader election writes (client-go's typed clients send a
+# built-in kind in protobuf when their config names no ContentType: gentype/type.go PrefersProtobuf,
+# rest/request.go UseProtobufAsDefault; controller-runtime's client does too, pkg/client/apiutil/apimachinery.go);
+# every LeaseSpec field is a pointer in types.go, so a field sent keeps its zero value
 LEASE = _fields(
     "Lease", _f(1, "metadata", "message", OBJECT_META),
     _f(2, "spec", "message", _fields(
