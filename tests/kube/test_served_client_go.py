@@ -174,12 +174,13 @@ def _lease(name: str, holder: str, rv: str = "", transitions: int = 0, renewed: 
 
 
 def test_client_go_protobuf_bodies() -> None:
-    """controller-runtime's leader election and EventRecorder send protobuf (client-go's typed clients do for a
-    built-in kind when their config names no ContentType: ``gentype/type.go`` ``PrefersProtobuf``,
-    ``rest/request.go`` ``UseProtobufAsDefault``; client-go retries in JSON after a 415 only for CBOR), so a
-    Lease and an ``events.k8s.io/v1`` Event are read from protobuf: a Lease's ``MicroTime`` keeps its
-    microseconds (``micro_time_proto.go``, ``RFC3339Micro``), its update is optimistic (a stale ``resourceVersion`` is a 409, as ``leaselock.Update`` expects), and the Event, stored once, reads
-    in both its shapes (``pkg/apis/events/v1/conversion.go``: regarding/involvedObject, note/message,
+    """controller-runtime's leader election and EventRecorder send protobuf (client-go's typed clients do for a built-in
+    kind when their config names no ContentType: ``gentype/type.go`` ``PrefersProtobuf``, ``rest/request.go``
+    ``UseProtobufAsDefault``; client-go retries in JSON after a 415 only for CBOR), so a Lease and an
+    ``events.k8s.io/v1`` Event are read from protobuf: a Lease's ``MicroTime`` keeps its microseconds
+    (``micro_time_proto.go``, ``RFC3339Micro``), its update is optimistic (a stale ``resourceVersion`` is a 409, as
+    ``leaselock.Update`` expects), and the Event, stored once, reads in both its shapes
+    (``pkg/apis/events/v1/conversion.go``: regarding/involvedObject, note/message,
     reportingController/reportingComponent). Answers are JSON: client-go decodes by the response's Content-Type
     (``rest/request.go`` ``transformResponse``), which is why it reads them though it asked protobuf first."""
     got: dict[str, httpx.Response] = {}
