@@ -144,7 +144,7 @@ class _Connection(asyncio.Transport):
             return
         data = reply.body()
         self._send(h11.Response(status_code=reply.code, reason=_reason(reply.code), headers=[
-            ("Content-Type", "application/json"), ("Content-Length", str(len(data)))]))
+            ("Content-Type", reply.content_type), ("Content-Length", str(len(data)))]))
         self._send(h11.Data(data=data))
         self._send(h11.EndOfMessage())
         self._next_cycle()

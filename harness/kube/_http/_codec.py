@@ -31,6 +31,19 @@ _OWNED_META = ("name", "namespace", "uid", "resourceVersion", "generation", "cre
                "annotations", "ownerReferences", "finalizers", "deletionTimestamp", "deletionGracePeriodSeconds")
 _DROPPED_META = ("selfLink", "managedFields")
 
+#: ``events.k8s.io/v1`` Event fields by their ``core/v1`` names: one Event stored, served in either shape, as
+#: upstream converts them (``pkg/apis/events/v1/conversion.go``, ``Convert_v1_Event_To_core_Event`` and back);
+#: the other fields (``eventTime``, ``series``, ``reason``, ``action``, ``type``, ``related``,
+#: ``reportingInstance``) have one name in both
+_EVENTS_V1 = {"involvedObject": "regarding", "message": "note", "source": "deprecatedSource",
+              "firstTimestamp": "deprecatedFirstTimestamp", "lastTimestamp": "deprecatedLastTimestamp",
+              "count": "deprecatedCount", "reportingComponent": "reportingController"}
+_EVENTS_CORE = {v: k for k, v in _EVENTS_V1.items()}
+
+
+def _events_v1(res: Resource) -> bool:
+    return res.group == "events.k8s.io" and res.kind == "Event"
+
 
 class Codec:
     """JSON <-> :class:`KubeObject`, with timestamps counted from ``epoch`` (Unix seconds; the handler gives it)."""
@@ -67,9 +80,10 @@ class Codec:
         if obj.finalizers:
             meta["finalizers"] = list(obj.finalizers)
         out: dict[str, Any] = {"apiVersion": res.api_version, "kind": res.kind, "metadata": meta}
+        names: dict[str, str] = _EVENTS_V1 if _events_v1(res) else {}
         for k, v in obj.extra.items():
             if k not in ("metadata", "apiVersion", "kind"):
-                out[k] = copy_json(v)
+                out[names.get(k, k)] = copy_json(v)
         if obj.spec:
             out["spec"] = copy_json(obj.spec)
         if obj.status:
@@ -118,7 +132,8 @@ class Codec:
                               "Invalid value: an owner reference needs apiVersion, kind, name and uid")
             refs.append(OwnerReference(str(r["uid"]), str(r["kind"]), str(r["name"]), bool(r.get("controller")),
                                        bool(r.get("blockOwnerDeletion"))))
-        extra: dict[str, Any] = {k: copy_json(v) for k, v in doc.items()
+        names: dict[str, str] = _EVENTS_CORE if _events_v1(res) else {}
+        extra: dict[str, Any] = {str(names.get(k, k)): copy_json(v) for k, v in doc.items()
                                  if k not in ("apiVersion", "kind", "metadata", "spec", "status")}
         meta_extra = {k: copy_json(v) for k, v in meta.items() if k not in _OWNED_META and k not in _DROPPED_META}
         if meta_extra:

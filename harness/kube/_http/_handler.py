@@ -31,6 +31,7 @@ from ._codec import (
     _make_continue,
     _parse,
 )
+from ._discovery import AGGREGATED_V2, aggregated, wants_aggregated
 from ._dryrun import DRY_RUN_ALL, DryRun
 from ._limits import check_body_size, check_data_size, query_int
 from ._names import validate_name
@@ -71,6 +72,8 @@ class Reply:
     code: int
     doc: Any = None
     watch: _Watch | None = None
+    #: the response's Content-Type (aggregated discovery names its own type, ``_discovery.py``)
+    content_type: str = JSON
 
     def body(self) -> bytes:
         return _dumps(self.doc) if self.doc is not None else b""
@@ -90,7 +93,9 @@ class APIHandler:
         self.world: World = api._world
         self.codec = Codec(self._kind_api_version, epoch)
         self._builtin = {(r.group, r.plural): r for r in (*BUILTIN_RESOURCES, *REVIEW_RESOURCES)}
-        self._builtin_kinds = {r.kind: r for r in BUILTIN_RESOURCES}
+        self._builtin_kinds: dict[str, Resource] = {}
+        for r in BUILTIN_RESOURCES:  # a kind served by two groups (Event) is its first's: core/v1's
+            self._builtin_kinds.setdefault(r.kind, r)
         #: requests by client name: an operator that made none in a run never reached the API, and its run is no
         #: result (``harness.kube._operator``)
         self.requests: Counter[str] = Counter()
@@ -140,7 +145,7 @@ class APIHandler:
             return self._openapi(method, url.path, headers.get("accept", ""))
         where = _split(url.path)
         if isinstance(where, str):
-            return self._discovery(method, where)
+            return self._discovery(method, where, headers.get("accept", ""))
         res = self._resolve(where.group, where.version, where.plural)
         if res is None:
             return Reply(404, status_body(NotFound("the server could not find the requested resource")))
@@ -214,8 +219,9 @@ class APIHandler:
                                 "incomplete": False}
         return Reply(201, review)
 
-    def _discovery(self, method: str, where: str) -> Reply:
-        """``discovery.APIVersionHandler``/``APIGroupHandler``: what kubectl reads before anything else."""
+    def _discovery(self, method: str, where: str, accept: str) -> Reply:
+        """``discovery.APIVersionHandler``/``APIGroupHandler``: what kubectl reads before anything else; ``/api`` and
+        ``/apis`` as aggregated discovery when the client accepts it (``_discovery.py``)."""
         if method.upper() != "GET":
             return Reply(405, status_body(MethodNotSupported("the server does not allow this method")))
         served = self.resources()
@@ -223,6 +229,11 @@ class APIHandler:
         for r in served:
             if r.group and r.version not in groups.setdefault(r.group, []):
                 groups[r.group].append(r.version)
+        if where in ("api", "apis") and wants_aggregated(accept):
+            gvs = [("", "v1")] if where == "api" else [(g, v) for g, vs in groups.items() for v in vs]
+            legacy = [(g, v, [d for r in served if r.group == g and r.version == v
+                              for d in (*r.discovery(), *scale_discovery(self, r))]) for g, v in gvs]
+            return Reply(200, aggregated(legacy), content_type=AGGREGATED_V2)
 
         def group(name: str) -> dict[str, Any]:
             versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in groups[name]]
@@ -281,6 +292,9 @@ class APIHandler:
         rv, match = q.get("resourceVersion", ""), q.get("resourceVersionMatch", "")
         if rv and not rv.isdigit():
             raise BadRequest(f'invalid resource version "{rv}"')
+        if "sendInitialEvents" in q:
+            raise Invalid('ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is '
+                          "forbidden for list")
         at: int | None = None
         start = ""
         if q.get("continue"):
@@ -513,12 +527,30 @@ class APIHandler:
             raise BadRequest(f'invalid resource version "{rv}"')
         timeout = query_int(q, "timeoutSeconds")  # ListOptions' integers: a value Go cannot parse is a 400
         query_int(q, "limit")
+        initial = _query_bool(q, "sendInitialEvents") if "sendInitialEvents" in q else None
+        _validate_watch_list(initial, q.get("resourceVersionMatch", ""))
         namespace = p.namespace if res.namespaced and p.namespace else None
         stream = _Watch(self, res, client, options, namespace, labels, fields,
                         bookmarks=_query_bool(q, "allowWatchBookmarks"),
-                        timeout=float(timeout) if timeout is not None and timeout >= 0 else None)
+                        timeout=float(timeout) if timeout is not None and timeout >= 0 else None,
+                        initial_events=initial)
         await stream.open(rv)
         return Reply(200, watch=stream)
+
+def _validate_watch_list(initial: bool | None, match: str) -> None:
+    """A watch's ``sendInitialEvents`` and ``resourceVersionMatch`` checked as ``validateWatchOptions``
+    (``apimachinery/pkg/apis/meta/internalversion/validation/validation.go``) checks them: 422 naming the field."""
+    why = ""
+    if initial is not None and match != "NotOlderThan":
+        why = "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
+    elif match and initial is None:
+        why = "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents " \
+              "is provided"
+    elif match and match != "NotOlderThan":
+        why = f'resourceVersionMatch: Unsupported value: "{match}": supported values: "NotOlderThan"'
+    if why:
+        raise Invalid(f'ListOptions.meta.k8s.io "" is invalid: {why}')
+
 
 def _dry_run(value: str | list[Any] | None, options_kind: str) -> bool:
     """``dryRun``: absent is a write, ``All`` a dry run; any other value is 422, as ``ValidateDryRun``

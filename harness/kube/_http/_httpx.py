@@ -48,7 +48,8 @@ class Transport:
             stream = _watch_body_class(http)(reply.watch, request)
             return http.Response(reply.code, headers=[("Content-Type", JSON), ("Transfer-Encoding", "chunked")],
                                  stream=stream, request=request)
-        return http.Response(reply.code, headers=[("Content-Type", JSON)], content=reply.body(), request=request)
+        return http.Response(reply.code, headers=[("Content-Type", reply.content_type)], content=reply.body(),
+                             request=request)
 
     def close(self) -> None:
         """Close every watch connection it opened (a crashed process's connections close with it)."""

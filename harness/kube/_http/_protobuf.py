@@ -114,9 +114,9 @@ class Field:
     """One field of a message: its JSON name, how its value reads, and whether JSON keeps its zero value.
 
     ``kind`` is ``string``, ``bytes`` (base64 in JSON, as Go's ``[]byte``), ``bool``, ``int``, ``time``
-    (``metav1.Time``), ``message`` (``of``), ``map`` (string keys; values ``string`` or ``bytes`` per
-    ``value``), ``strings`` (repeated string), ``messages`` (repeated ``of``) or ``rawjson``
-    (``metav1.FieldsV1``: its ``Raw`` is JSON)."""
+    (``metav1.Time``), ``microtime`` (``metav1.MicroTime``), ``message`` (``of``), ``map`` (string keys;
+    values ``string`` or ``bytes`` per ``value``), ``strings`` (repeated string), ``messages`` (repeated
+    ``of``) or ``rawjson`` (``metav1.FieldsV1``: its ``Raw`` is JSON)."""
 
     json: str
     kind: str
@@ -133,7 +133,8 @@ class Message:
     fields: dict[int, Field] = field(default_factory=dict)
 
 
-_WIRE = {"string": _BYTES, "bytes": _BYTES, "bool": _VARINT, "int": _VARINT, "time": _BYTES, "message": _BYTES,
+_WIRE = {"string": _BYTES, "bytes": _BYTES, "bool": _VARINT, "int": _VARINT, "time": _BYTES, "microtime": _BYTES,
+         "message": _BYTES,
          "map": _BYTES, "strings": _BYTES, "messages": _BYTES, "rawjson": _BYTES}
 
 
@@ -178,11 +179,12 @@ SECRET = _fields(
     "Secret", _f(1, "metadata", "message", OBJECT_META), _f(2, "data", "map", value="bytes"), _f(3, "type"),
     _f(4, "stringData", "map"), _f(5, "immutable", "bool", keep_zero=True))
 
+OBJECT_REFERENCE = _fields(
+    "ObjectReference", _f(1, "kind"), _f(2, "namespace"), _f(3, "name"), _f(4, "uid"), _f(5, "apiVersion"),
+    _f(6, "resourceVersion"), _f(7, "fieldPath"))
 SERVICE_ACCOUNT = _fields(
     "ServiceAccount", _f(1, "metadata", "message", OBJECT_META),
-    _f(2, "secrets", "messages", _fields(
-        "ObjectReference", _f(1, "kind"), _f(2, "namespace"), _f(3, "name"), _f(4, "uid"), _f(5, "apiVersion"),
-        _f(6, "resourceVersion"), _f(7, "fieldPath"))),
+    _f(2, "secrets", "messages", OBJECT_REFERENCE),
     _f(3, "imagePullSecrets", "messages", _fields("LocalObjectReference", _f(1, "name"))),
     _f(4, "automountServiceAccountToken", "bool", keep_zero=True))
 
@@ -205,6 +207,30 @@ _BINDING_FIELDS = (
                                         _f(3, "name", keep_zero=True))))
 ROLE_BINDING = _fields("RoleBinding", *_BINDING_FIELDS)
 CLUSTER_ROLE_BINDING = _fields("ClusterRoleBinding", *_BINDING_FIELDS)
+
+# k8s.io/api/coordination/v1/generated.proto: what a leader election writes (client-go's typed clients send a
+# built-in kind in protobuf when their config names no ContentType: gentype/type.go PrefersProtobuf,
+# rest/request.go UseProtobufAsDefault; controller-runtime's client does too, pkg/client/apiutil/apimachinery.go);
+# every LeaseSpec field is a pointer in types.go, so a field sent keeps its zero value
+LEASE = _fields(
+    "Lease", _f(1, "metadata", "message", OBJECT_META),
+    _f(2, "spec", "message", _fields(
+        "LeaseSpec", _f(1, "holderIdentity", keep_zero=True), _f(2, "leaseDurationSeconds", "int", keep_zero=True),
+        _f(3, "acquireTime", "microtime"), _f(4, "renewTime", "microtime"),
+        _f(5, "leaseTransitions", "int", keep_zero=True), _f(6, "strategy", keep_zero=True),
+        _f(7, "preferredHolder", keep_zero=True))))
+
+# k8s.io/api/events/v1/generated.proto: what an EventRecorder of client-go's tools/events writes (controller-runtime's
+# GetEventRecorder), in protobuf as the manager's clients send it
+EVENT_V1 = _fields(
+    "Event", _f(1, "metadata", "message", OBJECT_META), _f(2, "eventTime", "microtime", keep_zero=True),
+    _f(3, "series", "message", _fields("EventSeries", _f(1, "count", "int", keep_zero=True),
+                                       _f(2, "lastObservedTime", "microtime", keep_zero=True))),
+    _f(4, "reportingController"), _f(5, "reportingInstance"), _f(6, "action"), _f(7, "reason"),
+    _f(8, "regarding", "message", OBJECT_REFERENCE), _f(9, "related", "message", OBJECT_REFERENCE), _f(10, "note"),
+    _f(11, "type"), _f(12, "deprecatedSource", "message", _fields("EventSource", _f(1, "component"), _f(2, "host"))),
+    _f(13, "deprecatedFirstTimestamp", "time"), _f(14, "deprecatedLastTimestamp", "time"),
+    _f(15, "deprecatedCount", "int"))
 
 # k8s.io/api/authorization/v1/generated.proto
 RESOURCE_ATTRIBUTES = _fields(
@@ -245,6 +271,8 @@ KINDS: dict[tuple[str, str], Message] = {
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): CLUSTER_ROLE,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): ROLE_BINDING,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): CLUSTER_ROLE_BINDING,
+    ("coordination.k8s.io/v1", "Lease"): LEASE,
+    ("events.k8s.io/v1", "Event"): EVENT_V1,
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): SELF_SUBJECT_ACCESS_REVIEW,
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): SELF_SUBJECT_RULES_REVIEW,
 }
@@ -321,6 +349,8 @@ def _store(out: dict[str, Any], spec: Field, value: int | bytes, path: str) -> N
         out[spec.json] = base64.b64encode(value).decode("ascii")
     elif spec.kind == "time":
         out[spec.json] = _time(value, path)
+    elif spec.kind == "microtime":
+        out[spec.json] = _time(value, path, micro=True)
     elif spec.kind == "rawjson":
         out[spec.json] = _raw_json(value, path)
     elif spec.kind == "message":
@@ -358,14 +388,18 @@ def _text(value: bytes, path: str) -> str:
         raise _malformed(f"{path} is not valid UTF-8") from None
 
 
-def _time(value: bytes, path: str) -> str | None:
+def _time(value: bytes, path: str, *, micro: bool = False) -> str | None:
     """``metav1.Time``'s ``Unmarshal`` (``time_proto.go``): empty is the zero time (JSON ``null``), else whole
-    seconds since the epoch (nanos are read and dropped, as upstream drops them)."""
+    seconds since the epoch (nanos are read and dropped, as upstream drops them). ``metav1.MicroTime``
+    (``micro_time_proto.go``) keeps the microseconds and marshals as ``RFC3339Micro``."""
     if not value:
         return None
     got = _read(value, _TIMESTAMP, path)
     seconds = _signed64(int(got.get("seconds", 0)))
     try:
+        if micro:
+            micros = _signed64(int(got.get("nanos", 0))) // 1000
+            return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{micros:06d}Z"
         return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (OverflowError, OSError, ValueError):
         raise _malformed(f"{path} is out of range ({seconds} seconds)") from None

@@ -72,6 +72,8 @@ BUILTIN_RESOURCES: tuple[Resource, ...] = (
               "controllerrevisions ControllerRevision"),
     *_builtin("batch", "v1", "jobs Job status", "cronjobs CronJob status cj"),
     *_builtin("coordination.k8s.io", "v1", "leases Lease"),
+    # the same Events as core/v1's, in the newer shape EventRecorders of client-go's tools/events write (_codec.py)
+    *_builtin("events.k8s.io", "v1", "events Event ev"),
     *_builtin("scheduling.k8s.io", "v1", "priorityclasses PriorityClass cluster pc"),
     *_builtin("policy", "v1", "poddisruptionbudgets PodDisruptionBudget status pdb"),
     *_builtin("rbac.authorization.k8s.io", "v1", "roles Role", "rolebindings RoleBinding",

@@ -158,7 +158,7 @@ class TCPServer:
                 if reply.watch is None:
                     data = reply.body()
                     await _send(stream, conn, h11.Response(status_code=reply.code, reason=_reason(reply.code), headers=[
-                        ("Content-Type", "application/json"), ("Content-Length", str(len(data)))]))
+                        ("Content-Type", reply.content_type), ("Content-Length", str(len(data)))]))
                     await _send(stream, conn, h11.Data(data=data))
                     await _send(stream, conn, h11.EndOfMessage())
                     self._stir(0)

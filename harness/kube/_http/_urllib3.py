@@ -182,7 +182,7 @@ def _answer(transport: Transport, method: str, url: str, body: Any, headers: Any
             decode_content=decode_content, original_response=wire, request_method=method, request_url=url)
     payload = reply.body()
     return urllib3.HTTPResponse(
-        body=io.BytesIO(payload), headers={"Content-Type": JSON, "Content-Length": str(len(payload))}, status=code,
+        body=io.BytesIO(payload), headers={"Content-Type": reply.content_type, "Content-Length": str(len(payload))}, status=code,
         version=11, version_string="HTTP/1.1", reason=reason, preload_content=preload_content,
         decode_content=decode_content, request_method=method, request_url=url)
 

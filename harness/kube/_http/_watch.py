@@ -43,6 +43,8 @@ class WatchOptions:
     compactions: bool = False
 
 
+#: the annotation of the BOOKMARK that ends a WatchList's initial events (``metav1.InitialEventsAnnotationKey``)
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _END = b""  # the server closed the stream (a clean end: the response body ends)
 _BROKEN = object()  # the connection broke (the client's read raises)
 
@@ -59,11 +61,21 @@ class _Watch:
     object that stops matching is sent as DELETED, one that starts as ADDED.
     ``timeoutSeconds`` closes the stream after that long (with a BOOKMARK
     first when ``allowWatchBookmarks``); without it the stream stays open.
+
+    WatchList (``sendInitialEvents``, what client-go 1.35+ informers send
+    first, ``tools/cache/reflector.go`` ``watchList``): ``true`` sends the
+    current state as ADDED events whatever the revision asked (``"0"`` from the
+    watch cache, which may lag), then, with ``allowWatchBookmarks``, one
+    BOOKMARK at that state's revision annotated ``k8s.io/initial-events-end:
+    "true"`` (the cacher's ``cacheWatcher`` after its initial events,
+    ``storage/cacher/cache_watcher.go``), and the events after it; without the
+    bookmark the reflector never takes the stream as a list. ``false`` sends no
+    initial events: from the current revision, or the events after ``N``.
     """
 
     def __init__(self, handler: APIHandler, res: Resource, client: str, options: WatchOptions, namespace: str | None,
                  labels: tuple[Requirement, ...], fields: tuple[tuple[str, bool, str], ...], *, bookmarks: bool,
-                 timeout: float | None) -> None:
+                 timeout: float | None, initial_events: bool | None = None) -> None:
         self._handler = handler
         self._api = handler.api
         self._world = handler.world
@@ -75,6 +87,8 @@ class _Watch:
         self._fields = fields
         self._bookmarks = bookmarks
         self._timeout = timeout
+        self._initial_events = initial_events
+        self._initial_left = -1  # initial events still to send before the initial-events-end bookmark (-1: none)
         self.options = options
         self.buffer: WorldQueue[Any] = self._world.Queue()
         self._pending: deque[tuple[str, KubeObject, float]] = deque()
@@ -114,10 +128,12 @@ class _Watch:
         """The watch request: one yield point, then the initial events and the subscription, atomically."""
         world, api, kind = self._world, self._api, self.res.kind
         where = object_ref(kind, self._namespace or "", "*")
-        await world.step(f"watch {where}" + (f" from rv={rv}" if rv else ""), key=f"{kind} *")
+        await world.step(f"watch {where}" + (f" from rv={rv}" if rv else "")
+                         + (" with its initial events (WatchList)" if self._initial_events else ""), key=f"{kind} *")
         world.touch(f"{kind} *", decides=False)
-        if rv and rv != "0":
-            start = int(rv)
+        stale: tuple[int, str, float] | None = None
+        if (rv and rv != "0" and self._initial_events is None) or self._initial_events is False:
+            start = int(rv) if rv and rv != "0" else api.resource_version
             if 0 < start < api.resource_version and world.fault(
                 "compaction", f"{self.name} watch from rv={start} gets 410 Gone (the server compacted past it)",
                 default=self.options.compactions,
@@ -141,12 +157,16 @@ class _Watch:
             at = api.resource_version if stale is None else stale[0]
             objects = api.snapshot_at(kind, at) if stale is not None else api.snapshot(kind)[0]
             initial = [(ADDED, o) for o in sorted(objects, key=lambda o: (o.namespace, o.name))]
-            if stale is not None:
-                initial += [(e.type, e.object) for e in api.events_since(kind, at)]
             self._last_rv = at
         now = world.now
         for what, obj in initial:
             self._queue(what, obj, now)
+        if self._initial_events and self._bookmarks:
+            self._initial_left = len(self._pending)
+            self._initial_end()
+        if stale is not None:  # what the lagging cache has yet to catch up on follows its state
+            for e in api.events_since(kind, at):
+                self._queue(e.type, e.object, now)
         self._stop = api.watch(kind, self._on_event)
         if self._timeout is not None:
             self._end_timer = world.call_later(self._timeout, self._time_out, label=f"{self.name} timeoutSeconds "
@@ -209,7 +229,21 @@ class _Watch:
             self._world.touch(obj.ref, said=f"{what} rv={obj.resource_version}", version=obj.resource_version)
             self._touch_stream(f"{what} {obj.ref} rv={obj.resource_version}", write=True)
         self._put(_event_line(what, self._handler.codec.encode(obj, self.res)))
+        if self._initial_left > 0:
+            self._initial_left -= 1
+            self._initial_end()
         self._pump()
+
+    def _initial_end(self) -> None:
+        """Once the last initial event is written, the BOOKMARK that ends them, in the same write: its revision
+        is the state's the initial events make up, so the reflector's store and its next watch start there."""
+        if self._initial_left:
+            return
+        self._initial_left = -1
+        if self._world._fp is not None:
+            self._touch_stream(f"BOOKMARK rv={self._last_rv} (the initial events end)", write=True)
+        self._put(_event_line("BOOKMARK", {"kind": self.res.kind, "apiVersion": self.res.api_version, "metadata": {
+            "resourceVersion": str(self._last_rv), "annotations": {INITIAL_EVENTS_END: "true"}}}))
 
     def _time_out(self) -> None:
         self._end_timer = None
