@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -52,6 +53,16 @@ def _stop(popen: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
             popen.wait()
 
 
+def _trusting(kubeconfig: Path) -> ssl.SSLContext:
+    """A TLS context that trusts the served API's CA, read from the kubeconfig ``serve`` wrote."""
+    import base64
+
+    import yaml
+
+    cluster = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]
+    return ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """``python -m harness serve`` on a free port: its URL and its kubeconfig (stopped after the test)."""
@@ -61,7 +72,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     try:
         assert serve.stdout is not None
         line = serve.stdout.readline().decode()
-        found = re.search(r"http://127\.0\.0\.1:\d+", line)
+        found = re.search(r"https://127\.0\.0\.1:\d+", line)  # (TLS, its CA in the kubeconfig, as the manager reads)
         assert found, f"serve printed {line!r}"
         yield found.group(0), kubeconfig
     finally:
@@ -80,7 +91,7 @@ def test_go_manager_with_leader_election_starts_and_stops(served: tuple[str, Pat
     manager = go_manager()
     url, kubeconfig = served
     log = tmp_path / "manager.log"
-    api = httpx.Client(base_url=url, timeout=10)
+    api = httpx.Client(base_url=url, timeout=10, verify=_trusting(kubeconfig))
     with log.open("wb") as out:
         started = time.monotonic()
         popen = subprocess.Popen([str(manager)], env={**os.environ, "KUBECONFIG": str(kubeconfig)},
