@@ -543,7 +543,18 @@ def _json_line(e: Any, cx: Any, found_by: str | None = None) -> dict[str, Any]:
         "known_open": e.known_open,
         "proof": None if cx is None else cx.proof,
         "outcome": e.outcome,  # states the space: deviations counted, lag windows, fault kinds
+        # the page's "Why it failed": the harm first (the operator's write the oracle read), then the deviation
+        "why": _why(cx) if cx is not None and e.found else None,
     }
+
+
+def _why(cx: Any) -> str | None:
+    from ..report._why import why_sentence
+
+    try:
+        return why_sentence(cx, cx.story())  # (the story's run is the page's, cached on the counterexample)
+    except Exception:  # a story that cannot be told (its scenario gone) leaves the sentence out, never the line
+        return None
 
 
 def _set_yield_timeout(text: str) -> None:

@@ -29,6 +29,7 @@ def test_hunt_line_says_what_each_budget_bounded(capsys: pytest.CaptureFixture[s
     assert (at, shrink, proof) == (row["found_at_run"], row["shrink_runs"], row["proof_runs"]), row
     assert at <= 300 and proof <= 40 and at + shrink + proof == row["runs"], row
     assert "explored " + f"{row['runs']:,} run" in row["outcome"]
+    assert row["why"] is not None and row["why"].startswith("Why it failed: "), row  # the page's sentence, in --json
 
 
 def test_help_says_what_each_budget_bounds(capsys: pytest.CaptureFixture[str]) -> None:
