@@ -1,6 +1,6 @@
 """Print README.md's two commands, one per line: the main job (install and hunt), then the tests.
 
-`.ci/run` runs what this prints, so CI runs the commands exactly as README.md writes them, and
+`.ci/run` holds both verbatim (it is read by a person and a checker alike), and
 `tests/docs/test_readme_commands.py` checks the same two lines: what a newcomer copies is what CI proved.
 """
 

@@ -36,7 +36,9 @@ def test_ci_runs_both_readme_commands() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     found = readme_commands.commands((ROOT / "README.md").read_text(encoding="utf-8"))
     assert len(found) == 2 and "python -m harness hunt" in found[0] and "pytest" in found[1], found
-    assert "readme_commands.py" in ci and 'bash -c "${commands[0]}"' in ci and 'bash -c "${commands[1]}"' in ci
+    lines = [line.strip() for line in ci.splitlines()]
+    assert found[0] in lines and found[1] in lines, "README's commands are not verbatim lines of .ci/run"
+    assert lines.index(found[0]) < lines.index(found[1])  # the main job first, then the tests
 
 
 def test_readme_main_command_on_a_fresh_venv(tmp_path: Path) -> None:
