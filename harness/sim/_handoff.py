@@ -61,31 +61,45 @@ _REAL_RLOCK: Callable[[], Any] = _thread.RLock
 _installed = False
 
 
-class _Lock:
-    """``threading.Lock()`` once lockstep threads may exist: the real lock, a hand-off when a lockstep thread waits."""
+class _Wrapped:
+    """The real lock ``make()`` gives, taken at once when free; a hand-off (:func:`_wait`) when a lockstep thread
+    would wait for it. What ``_Lock`` and ``_RLock`` share."""
 
     __slots__ = ("__weakref__", "_lock", "release")
 
-    def __init__(self) -> None:
-        self._lock = _REAL_LOCK()
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._lock = make()
         #: the real lock's own release (a release never waits: no Python frame in between)
         self.release: Callable[[], None] = self._lock.release
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         if blocking and timeout == -1:
-            return self._lock.acquire(False) or _wait(self, -1)
+            return bool(self._lock.acquire(False)) or _wait(self, -1)
         return _acquire(self, blocking, timeout)
 
     def __enter__(self) -> bool:
-        return self._lock.acquire(False) or _wait(self, -1)
+        return bool(self._lock.acquire(False)) or _wait(self, -1)
 
     def __exit__(self, kind: object, exc: object, tb: object) -> None:
         self._lock.release()
 
-    def locked(self) -> bool:
-        return self._lock.locked()
+    def _free(self) -> bool:
+        """Whether the lock looks free (what a parked thread's wait asks before it retries)."""
+        raise NotImplementedError
 
-    acquire_lock = acquire  # (the old names ``_thread.lock`` keeps)
+
+class _Lock(_Wrapped):
+    """``threading.Lock()`` once lockstep threads may exist: the real lock, a hand-off when a lockstep thread waits."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(_REAL_LOCK)
+
+    def locked(self) -> bool:
+        return bool(self._lock.locked())
+
+    acquire_lock = _Wrapped.acquire  # (the old names ``_thread.lock`` keeps)
     locked_lock = locked
 
     def release_lock(self) -> None:
@@ -95,32 +109,20 @@ class _Lock:
         return not self._lock.locked()
 
     def _at_fork_reinit(self) -> None:
-        self._lock._at_fork_reinit()  # type: ignore[attr-defined]  # (real, not in typeshed's LockType)
+        self._lock._at_fork_reinit()
 
     def __repr__(self) -> str:
         return repr(self._lock).replace("_thread.lock", "lock", 1)
 
 
-class _RLock:
+class _RLock(_Wrapped):
     """``threading.RLock()`` once lockstep threads may exist (see :class:`_Lock`); ``Condition`` uses its
     ``_release_save``/``_acquire_restore``, so a condition's re-acquire after a wait hands off too."""
 
-    __slots__ = ("__weakref__", "_lock", "release")
+    __slots__ = ()
 
     def __init__(self) -> None:
-        self._lock = _REAL_RLOCK()
-        self.release: Callable[[], None] = self._lock.release
-
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        if blocking and timeout == -1:
-            return self._lock.acquire(False) or _wait(self, -1)
-        return _acquire(self, blocking, timeout)
-
-    def __enter__(self) -> bool:
-        return self._lock.acquire(False) or _wait(self, -1)
-
-    def __exit__(self, kind: object, exc: object, tb: object) -> None:
-        self._lock.release()
+        super().__init__(_REAL_RLOCK)
 
     def _is_owned(self) -> bool:
         return self._lock._is_owned()  # type: ignore[no-any-return]
@@ -155,21 +157,21 @@ class _RLock:
         return repr(self._lock).replace("_thread.RLock", "RLock", 1)
 
 
-_Wrapper = _Lock | _RLock
+_Wrapper = _Wrapped
 
 
 def _acquire(lock: _Wrapper, blocking: bool, timeout: float) -> bool:
     """An acquire that is not the plain blocking one: non-blocking, or with a timeout."""
     if not blocking or (timeout != -1 and not timeout >= 0):  # (the real lock's answer, or its ValueError)
-        return lock._lock.acquire(blocking, timeout)
-    return lock._lock.acquire(False) or _wait(lock, timeout)
+        return bool(lock._lock.acquire(blocking, timeout))
+    return bool(lock._lock.acquire(False)) or _wait(lock, timeout)
 
 
 def _wait(lock: _Wrapper, timeout: float) -> bool:
     """A blocking acquire found the lock taken: a lockstep thread hands off, any other thread waits for real."""
     worker: _Worker | None = getattr(_local, "worker", None)
     if worker is None or worker.real_waits:
-        return lock._lock.acquire(True, timeout)
+        return bool(lock._lock.acquire(True, timeout))
     return hand_off(worker, lock, timeout)
 
 
