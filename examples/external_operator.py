@@ -3,7 +3,7 @@
 The scenario creates a ConfigMap that asks for a Secret, waits until the
 operator made it, then updates the ConfigMap (a user edits it). The oracle: one
 Secret per ConfigMap, always. The operator runs as its own OS process
-(:class:`~harness.kube.ExternalOperator`); its Secret watch's deliveries are
+(:class:`~harness.operators.ExternalOperator`); its Secret watch's deliveries are
 held in their windows by the search, which finds the duplicate; ``fixed=True``
 runs the operator's fix (a live LIST before it creates), which stays clean.
 """
@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 import harness as h
-from harness.kube import APIServer, ExternalOperator, KubeObject
+from harness.kube import APIServer, KubeObject
+from harness.operators import ExternalOperator
 
 
 def _operator() -> Path:
@@ -41,7 +42,7 @@ async def scenario(world: h.World, *, fixed: bool = False, crash_faults: bool = 
 
 
 def _kopf_quiet() -> float:
-    """The quiet kopf needs. Its computing the wait sees (``harness.kube._busy``); what it does not see is a timer:
+    """The quiet kopf needs. Its computing the wait sees (``harness.operators._busy``); what it does not see is a timer:
     kopf before 1.42 batches an object's events for 0.1 s before its handlers run (the process sleeps meanwhile),
     so the quiet outlasts that with a margin. kopf 1.42 removed the batching (``settings.batching.batch_window``
     "affects nothing"): it reacts to an event or a reply at once, and the quiet only covers the loopback's

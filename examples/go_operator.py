@@ -13,7 +13,7 @@ owner: a deterministic name, AlreadyExists read as done.
 The user and the oracle are ``examples/external_operator.py``'s: a ConfigMap
 that asks for a Secret, then an edit of it; one Secret per ConfigMap, always.
 The manager runs with ``--leader-elect=false`` (a single process has nothing
-to elect), as :class:`~harness.kube.ExternalOperator` asks.
+to elect), as :class:`~harness.operators.ExternalOperator` asks.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from pathlib import Path
 
 import harness as h
 from examples.external_operator import _user
-from harness.kube import APIServer, ExternalOperator
+from harness.kube import APIServer
+from harness.operators import ExternalOperator
 
 GO_EXAMPLE = Path(__file__).resolve().parent / "go"
 

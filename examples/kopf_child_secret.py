@@ -27,7 +27,8 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.rest import ApiException
 
 import harness as h
-from harness.kube import APIServer, KubeObject, kopf_operator, start_cluster
+from harness.kube import APIServer, KubeObject, start_cluster
+from harness.operators import kopf_operator
 
 FIXED = os.environ.get("FIXED") == "1"
 

@@ -70,7 +70,8 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Secret
 
 import harness as h
-from harness.kube import APIServer, KubeObject, Operator
+from harness.kube import APIServer, KubeObject
+from harness.operators import Operator
 
 NAMESPACE, APP = "default", "db"
 log = logging.getLogger("app-operator")

@@ -65,7 +65,8 @@ from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
 from lightkube.resources.batch_v1 import Job
 
 import harness as h
-from harness.kube import APIServer, KubeObject, Operator
+from harness.kube import APIServer, KubeObject
+from harness.operators import Operator
 
 NAMESPACE, BACKUP = "default", "nightly"
 log = logging.getLogger("backup-operator")

@@ -6,6 +6,7 @@ Layers (each imports only the ones below it)::
     harness.cli / plugin    python -m harness, the pytest plugin
     harness.report          HTML race reports
     harness.explore         strategies, shrinking, minimality, counterexamples
+    harness.operators       operators as written: in process, kopf, OS processes
     harness.kube            fake apiserver, informers, work queues, GC, expectations
     harness.sim             deterministic runtime: actors, virtual time, traces
 

@@ -70,7 +70,8 @@ SCENARIO = '''
 import sys
 
 import harness as h
-from harness.kube import APIServer, ExternalOperator, KubeObject
+from harness.kube import APIServer, KubeObject
+from harness.operators import ExternalOperator
 
 OPERATOR = {operator!r}
 

@@ -46,12 +46,10 @@ from ._expectations import ControllerExpectations as ControllerExpectations
 from ._expectations import ResourceVersionExpectation as ResourceVersionExpectation
 from ._expectations import ScaleExpectations as ScaleExpectations
 from ._expectations import UpdateExpectations as UpdateExpectations
-from ._external import ExternalOperator as ExternalOperator
 from ._gc import GarbageCollector as GarbageCollector
 from ._http._cluster import start_cluster as start_cluster
 from ._informer import Informer as Informer
 from ._informer import informers_of as informers_of
-from ._kopf import kopf_operator as kopf_operator
 from ._kubelet import Kubelet as Kubelet
 from ._lister import DeletedFinalStateUnknown as DeletedFinalStateUnknown
 from ._lister import Lister as Lister
@@ -61,7 +59,6 @@ from ._objects import KubeObject as KubeObject
 from ._objects import OwnerReference as OwnerReference
 from ._objects import controller_ref as controller_ref
 from ._objects import copy_json as copy_json
-from ._operator import Operator as Operator
 from ._process import ControllerProcess as ControllerProcess
 from ._ratelimit import BucketRateLimiter as BucketRateLimiter
 from ._ratelimit import (
@@ -88,13 +85,13 @@ __all__ = [
     "ADDED", "BUILTIN_KINDS", "CONTROLLER_REVISION_HASH_LABEL", "DEFAULT_BACKOFF", "DELETED", "EXPECTATIONS_TIMEOUT",
     "FOREGROUND_FINALIZER", "KRUISE_EXPECTATION_TIMEOUT", "MODIFIED", "ORPHAN_FINALIZER", "APIServer",
     "AlreadyExists", "ApiError", "Backoff", "BucketRateLimiter", "Conflict", "Controller", "ControllerExpectations",
-    "ControllerProcess", "DeletedFinalStateUnknown", "ExternalOperator", "Forbidden", "GarbageCollector", "Informer",
+    "ControllerProcess", "DeletedFinalStateUnknown", "Forbidden", "GarbageCollector", "Informer",
     "Invalid", "Kubelet",
-    "ItemExponentialFailureRateLimiter", "KubeObject", "Lister", "MaxOfRateLimiter", "NotFound", "Operator", "OwnerReference",
+    "ItemExponentialFailureRateLimiter", "KubeObject", "Lister", "MaxOfRateLimiter", "NotFound", "OwnerReference",
     "ProcessCrashed", "RateLimiter", "ResourceVersionExpectation", "Result", "ScaleExpectations", "ServerTimeout",
     "Gone", "ShutDown", "Timeout", "TooLargeResourceVersion", "UpdateExpectations", "WatchEvent", "WorkQueue",
     "controller_ref", "copy_json", "default_controller_rate_limiter", "merge_patch", "retry_on_conflict",
-    "apiservers_of", "informers_of", "kopf_operator", "start_cluster",
+    "apiservers_of", "informers_of", "start_cluster",
     # status conditions with apimachinery's semantics (_conditions.py)
     "find_status_condition", "is_status_condition_true", "remove_status_condition", "set_status_condition",
     # controller-runtime's event path (_events.py)

@@ -1,6 +1,6 @@
 """Programs outside the world: the scheduler waits for them to go quiet before it makes its next choice.
 
-An operator that runs as its own OS process (``harness.kube.ExternalOperator``)
+An operator that runs as its own OS process (``harness.operators.ExternalOperator``)
 talks to the world over a socket, on its own schedule: its next request comes
 when its own code gets there, in real time. The world cannot step it, but it
 can **wait for it**. Such a program registers an :class:`Outside` with the
@@ -13,7 +13,7 @@ other, so the choice that follows sees them all, and one plan gives one order
 of API events as far as the program's own scheduling allows. What counts as
 new is the outside's to say (``quiet_for``): an OS process's also counts its
 computing, so a process busy on its CPU between two requests is not taken
-for one waiting for the world (``harness.kube._busy``).
+for one waiting for the world (``harness.operators._busy``).
 
 The world's time stays virtual: the outside's waits are real, the world's
 timers and windows are the search's. Layering: the runtime knows nothing of

@@ -80,7 +80,8 @@ import sys
 from pathlib import Path
 
 import harness as h
-from harness.kube import APIServer, ExternalOperator, KubeObject
+from harness.kube import APIServer, KubeObject
+from harness.operators import ExternalOperator
 
 
 @h.scenario

@@ -18,7 +18,7 @@ import pytest
 
 from harness._errors import OperatorNotLoaded
 from harness.explore._beside import missing_beside, watching
-from harness.kube._kopf import _load
+from harness.operators._kopf import _load
 
 
 def test_a_watch_sees_each_way_a_file_beside_is_missing(tmp_path: Path) -> None:

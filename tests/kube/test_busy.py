@@ -1,4 +1,4 @@
-"""Whether an operator process still computes (``harness.kube._busy``): the quiescence wait asks, not only its sockets.
+"""Whether an operator process still computes (``harness.operators._busy``): the quiescence wait asks, not only its sockets.
 
 The states and times read are Linux's ``proc(5)``: ``/proc/<pid>/task/<tid>/stat``
 (state ``R`` running or runnable, ``S`` sleeping; ``utime``/``stime``) and
@@ -19,8 +19,9 @@ from contextlib import contextmanager, suppress
 import pytest
 
 import harness as h
-from harness.kube import APIServer, ExternalOperator, KubeObject
-from harness.kube._busy import ProcessLoad
+from harness.kube import APIServer, KubeObject
+from harness.operators import ExternalOperator
+from harness.operators._busy import ProcessLoad
 from harness.sim import run_once
 from harness.sim._choice import _Canonical
 

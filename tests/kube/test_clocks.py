@@ -14,7 +14,8 @@ from typing import Any
 import trio
 
 import harness as h
-from harness.kube import APIServer, KubeObject, Operator, kopf_operator, start_cluster
+from harness.kube import APIServer, KubeObject, start_cluster
+from harness.operators import Operator, kopf_operator
 from harness.sim import EPOCH, RandomChooser, ReplayChooser, _clocks, run_once
 
 # (the real clocks are read as ``_clocks.real_time()``: a name bound to a real clock outside the harness, by

@@ -22,7 +22,8 @@ import pytest
 
 import harness as h
 from examples.external_operator import scenario
-from harness.kube import APIServer, ExternalOperator, KubeObject
+from harness.kube import APIServer, KubeObject
+from harness.operators import ExternalOperator
 from harness.sim import Hold, PlanChooser, ReplayChooser, run_once
 from harness.sim._choice import Option, _Canonical
 
@@ -203,7 +204,7 @@ def test_kopf_subprocess_example_found_and_fixed_clean() -> None:
     Seven kopf runs of ~4.7 s each (kopf's imports, 1.2 s before its first request; its handler's first call,
     0.6 s importing the client's models; then the 0.1 s quiet after each of ~24 steps that touched it): 29-35 s
     on one worker, measured. Reproducible because the quiescence wait sees the process compute
-    (``harness.kube._busy``): in 20 of 20 tries, 10 of them beside two CPU-bound processes, the seed then used (2)
+    (``harness.operators._busy``): in 20 of 20 tries, 10 of them beside two CPU-bound processes, the seed then used (2)
     found the race at its first run and its plan failed twice more; seed 4 since the namespaces and events.k8s.io
     (of seeds 0-15 the only one whose first run finds). A deterministic search reaches it too, later:
     ``exhaustive:1`` at its 39th run, ~200 s."""

@@ -17,7 +17,8 @@ import pytest
 
 import harness as h
 from harness import _processes
-from harness.kube import APIServer, ExternalOperator, KubeObject
+from harness.kube import APIServer, KubeObject
+from harness.operators import ExternalOperator
 from harness.sim import run_once
 from harness.sim._choice import Option, _Canonical
 from tests.operator_processes import gone_within, leak_check, marked, wait_for

@@ -13,7 +13,8 @@ from typing import Any
 import aiohttp
 
 import harness as h
-from harness.kube import APIServer, KubeObject, Operator, kopf_operator
+from harness.kube import APIServer, KubeObject
+from harness.operators import Operator, kopf_operator
 from harness.sim import RandomChooser, ReplayChooser, run_once
 from harness.sim._choosers import FaultPlacement
 

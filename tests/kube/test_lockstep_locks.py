@@ -29,7 +29,8 @@ from kubernetes import client, config
 
 import harness as h
 from harness.explore._runner import model_error_of
-from harness.kube import APIServer, KubeObject, Operator
+from harness.kube import APIServer, KubeObject
+from harness.operators import Operator
 from harness.sim import RandomChooser, ReplayChooser, run_once
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -251,7 +252,7 @@ def test_kopf_sync_handlers_share_a_module_level_lock(tmp_path: Path) -> None:
                 time.sleep(2)
                 v1.create_namespaced_secret(namespace, {"metadata": {"name": f"{name}-child"}})
     '''))
-    from harness.kube import kopf_operator
+    from harness.operators import kopf_operator
 
     made: dict[str, float] = {}
 

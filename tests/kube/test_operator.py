@@ -24,7 +24,8 @@ from lightkube.resources.core_v1 import ConfigMap
 
 import harness as h
 from harness.explore._runner import model_error_of
-from harness.kube import APIServer, KubeObject, Operator
+from harness.kube import APIServer, KubeObject
+from harness.operators import Operator
 from harness.sim import RandomChooser, ReplayChooser, run_once
 from harness.sim._choosers import FaultPlacement
 
@@ -288,7 +289,8 @@ def test_operator_misuse_is_a_model_error_at_its_line(tmp_path: Path) -> None:
     scenario.write_text(textwrap.dedent('''
         import asyncio
         import harness as h
-        from harness.kube import APIServer, Operator
+        from harness.kube import APIServer
+        from harness.operators import Operator
 
 
         async def main() -> None:
@@ -304,7 +306,7 @@ def test_operator_misuse_is_a_model_error_at_its_line(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     text = done.stdout + done.stderr
-    assert "model error" in text and "asyncio_operator.py:8" in text and "Traceback" not in text
+    assert "model error" in text and "asyncio_operator.py:9" in text and "Traceback" not in text
 
 
 def test_operator_logging_becomes_notes(capsys: pytest.CaptureFixture[str]) -> None:

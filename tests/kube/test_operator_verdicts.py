@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 import harness as h
-from harness.kube import APIServer, ExternalOperator, KubeObject, Operator
+from harness.kube import APIServer, KubeObject
+from harness.operators import ExternalOperator, Operator
 from harness.sim import run_once
 from harness.sim._choice import _Canonical
 
@@ -164,7 +165,7 @@ def test_operator_usage_errors_are_usage_errors(main: Any, said: str) -> None:
 
 def test_kopf_without_handlers_is_a_model_error_at_once(tmp_path: Path) -> None:
     pytest.importorskip("kopf")
-    from harness.kube import kopf_operator
+    from harness.operators import kopf_operator
 
     handlers = tmp_path / "handlers.py"
     handlers.write_text("import kopf\n\n\n@kopf.on.startup()\ndef configure(**_):\n    pass\n")

@@ -31,7 +31,8 @@ from typing import Any
 import pytest
 
 import harness as h
-from harness.kube import APIServer, ExternalOperator, KubeObject
+from harness.kube import APIServer, KubeObject
+from harness.operators import ExternalOperator
 from harness.sim import run_once
 from harness.sim._choice import _Canonical
 

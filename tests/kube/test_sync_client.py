@@ -29,7 +29,8 @@ from kubernetes.client.exceptions import ApiException
 
 import harness as h
 from harness.explore._runner import model_error_of
-from harness.kube import APIServer, KubeObject, Operator, kopf_operator
+from harness.kube import APIServer, KubeObject
+from harness.operators import Operator, kopf_operator
 from harness.sim import RandomChooser, ReplayChooser, run_once
 from harness.sim._choosers import FaultPlacement
 

@@ -97,7 +97,7 @@ class APIHandler:
         for r in BUILTIN_RESOURCES:  # a kind served by two groups (Event) is its first's: core/v1's
             self._builtin_kinds.setdefault(r.kind, r)
         #: requests by client name: an operator that made none in a run never reached the API, and its run is no
-        #: result (``harness.kube._operator``)
+        #: result (``harness.operators._operator``)
         self.requests: Counter[str] = Counter()
 
     # ----------------------------------------------------------------- resources

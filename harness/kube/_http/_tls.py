@@ -6,7 +6,7 @@ official JavaScript client (``@kubernetes/client-node`` 1.x) sends nothing to
 an ``http://`` server unless the kubeconfig also says
 ``insecure-skip-tls-verify`` ("HTTP protocol is not allowed when skipTLSVerify
 is not set or false"). So the served API (``serve``, an
-:class:`~harness.kube.ExternalOperator`'s port) speaks TLS by default, with a
+:class:`~harness.operators.ExternalOperator`'s port) speaks TLS by default, with a
 CA of its own and a certificate for ``127.0.0.1`` (an IP SAN: the kubeconfig's
 server is the address) and ``localhost`` (a DNS SAN).
 

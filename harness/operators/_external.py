@@ -17,7 +17,7 @@ than merely served:
   answered the process or took a request from it, the scheduler waits on the
   real clock until the process is quiet (nothing half sent, nothing new for
   ``quiet`` seconds, and not computing: no thread of its process tree running
-  or runnable, its CPU time not growing, ``harness.kube._busy``; at most
+  or runnable, its CPU time not growing, ``harness.operators._busy``; at most
   ``bound``; before its first request, up to ``startup``), so the requests it
   sends in reaction are all enabled before the next choice: one plan gives one
   order of API events, as far as the process's own threads allow. The look at
@@ -58,11 +58,10 @@ from typing import Any
 from harness.sim import real_monotonic  # (the process's quiet time is real, whoever reads it)
 
 from .._processes import ProcessFamily, make_folder, remove_folder
-from ._apiserver import APIServer
+from ..kube import APIServer, ControllerProcess
+from ..kube._delivery import DEFAULT_MAX_LAG
+from ..kube._http._tcp import loopback_kubeconfig
 from ._busy import ProcessLoad
-from ._delivery import DEFAULT_MAX_LAG
-from ._http._tcp import loopback_kubeconfig
-from ._process import ControllerProcess
 
 _LEVELS = (("CRITICAL", "CRITICAL"), ("ERROR", "ERROR"), ("Traceback", "ERROR"), ("Exception", "ERROR"),
            ("Error:", "ERROR"), ("WARNING", "WARNING"), ("WARN", "WARNING"))
@@ -149,7 +148,7 @@ class ExternalOperator:
         self.stirred = False
         self._inflight = 0
         self._last = 0.0
-        self._load: ProcessLoad | None = None  # whether the running process computes (harness.kube._busy)
+        self._load: ProcessLoad | None = None  # whether the running process computes (harness.operators._busy)
         self._requests_of_incarnation = 0
         self._killed: set[int] = set()  # pids the harness itself ended
         self._dir: Path | None = None
@@ -179,10 +178,10 @@ class ExternalOperator:
         """Serve the apiserver on a loopback port, write the kubeconfig, and start the process."""
         import trio
 
-        from ._http import TCPServer
-        from ._http._handler import _handler_of
-        from ._http._tls import serving_cert, tls_listeners
-        from ._http._watch import WatchOptions
+        from ..kube._http import TCPServer
+        from ..kube._http._handler import _handler_of
+        from ..kube._http._tls import serving_cert, tls_listeners
+        from ..kube._http._watch import WatchOptions
 
         world = self.world
         if world._nursery is None:
@@ -292,7 +291,7 @@ class ExternalOperator:
 
     def quiet_for(self) -> float | None:
         """Real seconds since the process last sent or was sent anything, or was seen computing (a thread running
-        or runnable, its CPU time grown: ``harness.kube._busy``); None while a request is half read."""
+        or runnable, its CPU time grown: ``harness.operators._busy``); None while a request is half read."""
         if self._inflight:
             return None
         now = real_monotonic()

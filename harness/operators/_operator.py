@@ -44,12 +44,10 @@ import trio
 from harness.sim import WorldLoop, ending, misuse, model_line, read_world_clocks
 
 from .._errors import HarnessError, UsageError
-from ._apiserver import APIServer
-from ._errors import ProcessCrashed
-from ._http._aio import ClusterNetwork
-from ._http._environment import ROUTE, install, kubeconfig_path, point_clients_at, skip_system_certificates
-from ._http._httpx import Transport
-from ._process import ControllerProcess
+from ..kube import APIServer, ControllerProcess, ProcessCrashed
+from ..kube._http._aio import ClusterNetwork
+from ..kube._http._environment import ROUTE, install, kubeconfig_path, point_clients_at, skip_system_certificates
+from ..kube._http._httpx import Transport
 
 #: loggers of the HTTP stack that log every request at INFO: kept to warnings, so notes are the operator's own
 _TRANSPORT_LOGGERS = ("httpx", "httpx2", "httpcore", "hpack", "h11", "h2", "aiohttp", "asyncio")
@@ -91,7 +89,7 @@ class Operator:
 
         ``main`` may instead name the operator's code: a ``.py`` file's path or a module's importable name, whose
         ``entry`` (``"main"``; or ``"operator.py:run"``) is the entry point. Then the module is imported afresh for
-        each incarnation, inside the run and under ``env`` (``harness.kube._modules``): configuration read at import
+        each incarnation, inside the run and under ``env`` (``harness.operators._modules``): configuration read at import
         sees the operator's environment, and a restart forgets the module's globals, as a new process does.
 
         ``crash_faults`` and the restart settings are :class:`ControllerProcess`'s
@@ -205,7 +203,7 @@ class Operator:
         """The run ended and the operator sent the apiserver nothing: whatever the run says, it says nothing of the
         operator (its client reached another server or none, it waited on something the world never gives, it
         returned at once), so the run is a model error naming it, never clean and never found."""
-        from ._http._handler import _handler_of
+        from ..kube._http._handler import _handler_of
 
         if _handler_of(self.api).requests[self.name]:
             return

@@ -26,7 +26,7 @@ from types import ModuleType
 from typing import Any
 
 from .._errors import OperatorNotLoaded
-from ._apiserver import APIServer
+from ..kube import APIServer
 from ._modules import load_fresh
 from ._operator import Operator
 
