@@ -15,7 +15,8 @@ Exit codes, the same for every command::
     143  terminated (SIGTERM): as 130
 
 The package holds one module per concern: ``_parser`` (the options and exit codes), ``_targets``
-(resolving TARGETs), ``_hunt`` and ``_cluster_hunt``, ``_replay``, ``_live``, and ``_common``.
+(resolving TARGETs), ``_hunt`` and ``_cluster_hunt``, ``_hunt_test`` (a test command, its scenario in
+``_test_command``), ``_replay``, ``_live``, ``_serve``, and ``_common``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _list()
         if args.command == "hunt":
             return _hunt._hunt(args)
+        if args.command == "hunt-test":
+            from . import _hunt_test
+
+            return _hunt_test.run(args)
         if args.command == "replay":
             return _replay._replay(args)
         if args.command == "live":

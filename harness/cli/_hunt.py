@@ -102,6 +102,9 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
             "points are read, or name a scenario as package.module:function or path/to/file.py:function"
         )
     targets = _resolve_targets(names, args.variant, args.param, live=False, expect=args.expect)
+    if getattr(args, "test_command", None):  # hunt-test: named by its command, not by the scenario that runs it
+        for t in targets:
+            t.name, t.given = args.test_command, {}
     out_dir = _check_report_dir(args.report_dir)
     if cluster is not None:
         return _hunt_on_cluster(args, cluster, targets, budget, out_dir, kept)
@@ -231,6 +234,7 @@ def _hunt_one(
                 proof_budget=getattr(args, "proof_budget", 5000),
                 faults=_faults_for(args, t) if getattr(args, "plan_entries", None) is None or args.faults else "all",
                 shard_runner=shard_runner,
+                canonical_first=bool(getattr(args, "test_command", None)),
                 **t.params_by_variant[variant],
             )
         finally:
@@ -243,6 +247,9 @@ def _hunt_one(
     broken = _model_error(result, t.params_by_variant[variant], expect) if cx is not None else None
     if runaway:  # its own finding: never the race, never as promised (exit 1)
         broken = runaway_line(result.runaway or "")
+    tested = getattr(args, "test_command", False)  # hunt-test: the scenario is a test command
+    if tested and cx is not None:
+        broken = broken or _test_verdict(cx, args)
     failed = False
     unproved = cx is not None and result.verdict == "interrupted" and cx.proved_minimal is not True
     if cx is not None:
@@ -331,10 +338,14 @@ def _hunt_one(
             mark = "interrupted"
         elif runaway:
             mark = "RUNAWAY"
+        elif broken and tested and broken.startswith("fails without"):
+            mark = "FAILS WITHOUT ANY DEVIATION"
         elif broken:
             mark = "MODEL ERROR"
         elif entry.unapplied:
             mark = "PLAN NOT APPLIED"
+        elif tested:
+            mark = "FAILED" if cx is not None else "passed"
         elif expect is None:
             mark = "found" if cx is not None else "clean"
         else:
@@ -345,6 +356,20 @@ def _hunt_one(
             for line in cx.story().lines:  # the story under each counterexample: what Kubernetes did
                 console.print(printable(f"    {line}"), markup=False, highlight=False, soft_wrap=True)
     return entry, failed
+
+
+def _test_verdict(cx: Any, args: argparse.Namespace) -> str | None:
+    """What a test command's failure is when it is not an order's: it could not run (``args.could_not_run``, exit
+    2), or it fails in the canonical order, with no deviation (its own failure, not a race)."""
+    v = cx.violation
+    if v.kind == "misuse" and v.name.endswith("could not run"):
+        args.could_not_run = _one_line(v.message)
+        return f"the test command could not run: {v.message}"
+    if v.kind == "oracle" and not cx.deviations:
+        return (f"fails without any deviation: {v.name} in the canonical order, so the test fails on its own (its "
+                "own bug, or it needs what the served API lacks: see its output in the trace), not because of an "
+                "order the search chose")
+    return None
 
 
 def _unapplied_words(unapplied: list[str]) -> str:

@@ -58,7 +58,7 @@ from ._counterexample import Counterexample, Scenario, scenario_ref
 from ._exhaustive import ShardRunner, _search_exhaustive
 from ._faults import parse_faults
 from ._hypothesis import _search_hypothesis
-from ._minimum import _Minimum, minimize
+from ._minimum import _confirmed, _Minimum, minimize
 from ._plans import read_plan, unapplied_entries
 from ._result import Result
 from ._runner import Budget, LevelProgress, _failed, _Runner, model_error_of
@@ -91,6 +91,7 @@ def explore(
     progress: Callable[[int, bool], None] | None = None,
     level_progress: LevelProgress | None = None,
     shard_runner: ShardRunner | None = None,
+    canonical_first: bool = False,
     **params: Any,
 ) -> Result:
     """Search ``scenario(world, **params)`` for a violation.
@@ -110,6 +111,9 @@ def explore(
     done, known)`` is called after every plan the referee runs;
     ``shard_runner`` is where the referee's shards run (this process when
     None; ``hunt --cluster`` passes a Dask one, ``harness/_cluster.py``).
+    ``canonical_first``: run the canonical order before the strategy; a failure there (twice in a row with
+    processes outside the world) is the counterexample, with no deviation, and nothing else runs: a test
+    command that fails on its own is said so in seconds, not after a search and a shrink (``hunt-test``).
     """
     strat = make_strategy(strategy, seed=seed)
     unbounded = Budget(runs=None) if isinstance(strat, Exhaustive) else Budget()  # a proof runs to its verdict
@@ -131,7 +135,13 @@ def explore(
     plan_notes: list[str] = []
     unapplied: list[str] = []
     try:
-        if isinstance(strat, Random):
+        if canonical_first and not isinstance(strat, (Canonical, Replay)):
+            out = runner.run(PlanChooser())
+            if _failed(out) and out.violation is not None and _confirmed(runner, out, (), out.violation):
+                found, found_plan, found_by = out, (), "the canonical order"
+        if found is not None:
+            pass
+        elif isinstance(strat, Random):
             found = _search_random(runner, strat)
         elif isinstance(strat, PCT):
             found, pct_bound = _search_pct(runner, strat)

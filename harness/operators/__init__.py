@@ -13,11 +13,15 @@ handler and transports as a model controller does:
   driven by the world (``_kopf.py``);
 * :class:`ExternalOperator` - any program as an OS process, its requests
   steps, its quiescence read from its sockets and CPU (``_external.py``,
-  ``_busy.py``).
+  ``_busy.py``);
+* :class:`TestProcess` - a test command (``go test``, ``pytest``) as such a
+  process, its exit status the oracle, its polling no progress
+  (``_test_process.py``).
 """
 
 from ._external import ExternalOperator as ExternalOperator
 from ._kopf import kopf_operator as kopf_operator
 from ._operator import Operator as Operator
+from ._test_process import TestProcess as TestProcess
 
-__all__ = ["ExternalOperator", "Operator", "kopf_operator"]
+__all__ = ["ExternalOperator", "Operator", "TestProcess", "kopf_operator"]

@@ -308,6 +308,10 @@ class ExternalOperator:
         """The longest the scheduler waits for it at one choice: ``bound``, or ``startup`` before its first request."""
         return self._bound if self._requests_of_incarnation or self._gone() else max(self._bound, self._startup)
 
+    def holds(self) -> bool:
+        """An operator never holds the world: the run ends when its scenario does (``harness.sim._outside``)."""
+        return False
+
     def _gone(self) -> bool:
         return self.popen is None or self.popen.poll() is not None
 

@@ -58,6 +58,12 @@ class Outside(Protocol):
         """The wait is over: what it sent meanwhile may become enabled actions now, in an order of its own."""
         ...
 
+    def holds(self) -> bool:
+        """Whether the world must wait for it when the world has nothing left to do: a program whose end the
+        scenario awaits (a test command) holds; an operator, which never ends by itself, does not (the run ends
+        when its scenario does)."""
+        ...
+
 
 class _Waker:
     """What ends one look of the wait early: the timer thread, or activity of an outside (:meth:`poke`)."""

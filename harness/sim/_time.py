@@ -266,6 +266,16 @@ class _Time(_RunState):
         """Like ``trio.fail_after``, in virtual time (real clock: scaled real time)."""
         return trio.fail_after(seconds if self._real is None else self._real.real(seconds, jitter=False))
 
+    def _nothing_scheduled(self) -> bool:
+        """No timer, no postponed action's window and no ``eventually`` deadline lies ahead: moving time now would
+        end the run (settled, or a deadlock), not reach anything."""
+        now = self._now_ns
+        if any(not t.cancelled for t in self._timers) or any(not t.cancelled for t in self._due):
+            return False
+        if any(now < a.ready_ns or now < a.latest_ns for a in self._actors if a.waiting):
+            return False
+        return not self._eventually and self._wait_target == NEVER
+
     async def _advance(self) -> bool:
         """Nothing is enabled: move virtual time, or end the run. False = run over.
 

@@ -73,6 +73,7 @@ import trio.testing
 from ._actors import MAIN_ACTOR, _Actor, _call_with_params, waiting_at
 from ._asyncio import UNDER_WORLD
 from ._choice import Chooser, _Canonical
+from ._clocks import real_monotonic
 from ._dispatch import _Dispatch
 from ._footprints import _Footprints
 from ._oracles import _Eventually, _Oracles
@@ -87,6 +88,10 @@ from ._watchdog import NoYield, Watch, arm, disarm
 
 if TYPE_CHECKING:
     from ._realtime import RealClock, RealTime
+
+
+#: real seconds between two looks at a program that holds the world while the world has nothing to do
+_HELD_LOOK = 0.05
 
 
 class World(_Dispatch, _Time, _Footprints, _Oracles):
@@ -361,6 +366,14 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
                 chosen = self._dispatch()
                 if chosen is not None:
                     continue
+                if self._nothing_scheduled() and any(o.holds() for o in self._outsides):
+                    # a program the scenario waits for still runs (a test command), and the world has nothing
+                    # of its own to do: it waits for the program in real time, never ending the run under it
+                    await self._wait_outside(_HELD_LOOK)
+                    if self._violation is not None:
+                        return
+                    chosen = self._dispatch()
+                    continue
             if not await self._advance():
                 return
             chosen = self._dispatch()
@@ -379,13 +392,21 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
     def _outside_stirred(self) -> bool:
         return self._real is None and any(o.stirred for o in self._outsides)
 
-    async def _wait_outside(self) -> None:
+    async def _wait_outside(self, held: float = 0.0) -> None:
+        """Wait for the stirred outsides to go quiet; ``held``: first sleep that long (real seconds, or until one
+        stirs), the world having nothing to do while a program it waits for runs."""
         from .._interrupt import stop_requested
 
         # A stop (Ctrl-C, SIGTERM) ends the run in hand at the wait's next look: a wait for a process lasts up to
         # its bound (seconds; its start-up 20), and the user was promised an answer within seconds.
         self._outside_waiting = True
         try:
+            if held:
+                start = real_monotonic()
+                await self._outside_waker.sleep(held)
+                self._outside_seconds += real_monotonic() - start
+                for o in self._outsides:
+                    o.stirred = True
             self._outside_seconds += await wait_quiescent(
                 self._outsides, lambda: self._violation is not None or stop_requested(), self._outside_tick,
                 self._outside_waker)

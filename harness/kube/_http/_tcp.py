@@ -161,7 +161,8 @@ class TCPServer:
                         ("Content-Type", reply.content_type), ("Content-Length", str(len(data)))]))
                     await _send(stream, conn, h11.Data(data=data))
                     await _send(stream, conn, h11.EndOfMessage())
-                    self._stir(0)
+                    if not reply_box.get("at_once"):  # (a repeated read answered at once is no progress: no stir)
+                        self._stir(0)
                 else:
                     await self._stream_watch(conn, stream, reply.watch, receive)
                     return
