@@ -249,7 +249,7 @@ def _hunt_one(
         broken = runaway_line(result.runaway or "")
     tested = getattr(args, "test_command", False)  # hunt-test: the scenario is a test command
     if tested and cx is not None:
-        broken = broken or _test_verdict(cx, args)
+        broken = _test_verdict(cx, args) or broken
     failed = False
     unproved = cx is not None and result.verdict == "interrupted" and cx.proved_minimal is not True
     if cx is not None:

@@ -58,7 +58,7 @@ from ._counterexample import Counterexample, Scenario, scenario_ref
 from ._exhaustive import ShardRunner, _search_exhaustive
 from ._faults import parse_faults
 from ._hypothesis import _search_hypothesis
-from ._minimum import _confirmed, _Minimum, minimize
+from ._minimum import LIVE_REPRODUCE, _confirmed, _Minimum, minimize
 from ._plans import read_plan, unapplied_entries
 from ._result import Result
 from ._runner import Budget, LevelProgress, _failed, _Runner, model_error_of
@@ -136,9 +136,11 @@ def explore(
     unapplied: list[str] = []
     try:
         if canonical_first and not isinstance(strat, (Canonical, Replay)):
-            out = runner.run(PlanChooser())
-            if _failed(out) and out.violation is not None and _confirmed(runner, out, (), out.violation):
+            first = runner.sub(LIVE_REPRODUCE)  # (its own budget: a failure is confirmed whatever the search's)
+            out = first.run(PlanChooser())
+            if _failed(out) and out.violation is not None and _confirmed(first, out, (), out.violation):
                 found, found_plan, found_by = out, (), "the canonical order"
+            runner.absorb(first)
         if found is not None:
             pass
         elif isinstance(strat, Random):

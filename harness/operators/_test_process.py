@@ -141,6 +141,7 @@ class TestProcess(ExternalOperator):
         self.reads_at_once = 0
         self._answers: dict[tuple[str, str], tuple[int, Any]] = {}  # (target, accept) -> (revision, reply)
         self._repeats: list[tuple[tuple[str, str], tuple[Any, ...]]] = []  # repeated reads not yet judged
+        self._polled_at = -1e9  # (real) when a repeated read was last answered at once
 
     def start(self) -> TestProcess:
         """Serve the apiserver, write the kubeconfig, and start the test command."""
@@ -168,14 +169,23 @@ class TestProcess(ExternalOperator):
         if method == "GET" and self.world._real is None and not _is_watch(target):
             key = (target, headers.get("accept", ""))
             fn = self._recording(fn, key)
-            if key in self._answers:  # judged where requests become actors (settled): not progress yet
+            if key in self._answers:  # not progress, unless the store moved: judged now if the world waits (no
+                # step runs meanwhile, so the store is what it will be when the wait settles), else when it settles
                 self._repeats.append((key, (name, fn, *args)))
+                if self.world._outside_waiting:
+                    self._judge_repeats(keep=True)
                 return name
         name = super()._spawn_request(name, fn, *args)
         super()._activity(0)  # a request that is progress: the scheduler waits for the process to go quiet
         return name
 
     def settled(self) -> None:
+        self._judge_repeats(keep=False)
+        super().settled()
+
+    def _judge_repeats(self, *, keep: bool) -> None:
+        """Answer each repeated read at once whose answer is the store's now; the others are steps, made actors
+        when the wait settles (``keep``: they stay for it) with the other requests that came meanwhile."""
         repeats, self._repeats = self._repeats, []
         revision = self.api.resource_version
         for key, (name, fn, *args) in repeats:
@@ -185,9 +195,25 @@ class TestProcess(ExternalOperator):
                 box["reply"], box["at_once"] = answer[1], True
                 done.set()
                 self.reads_at_once += 1
-            else:  # the store moved since: this read is a step (first settled with the other arrivals)
+                self._polled_at = real_monotonic()
+            elif keep:
+                self._repeats.append((key, (name, fn, *args)))
+            else:  # the store moved since: this read is a step (settled with the other arrivals)
                 self._arrived.append((name, args[3], len(self.popens), fn, tuple(args)))
-        super().settled()
+
+    def quiet_for(self) -> float | None:
+        """As :class:`ExternalOperator`'s, except that while the test polls (a read answered at once within the
+        last ``quiet``), its CPU is the polling's, not work: the traffic rule alone applies then (a reconcile of
+        the process's own controllers sends requests, which are traffic)."""
+        if self._started_at is not None and real_monotonic() - self._started_at > self._timeout:
+            self._time_out()
+        if self._inflight:
+            return None
+        now = real_monotonic()
+        polling = now - self._polled_at < self._quiet
+        if not polling and self._load is not None and not self._gone() and self._load.busy():
+            self._last = now
+        return now - self._last
 
     def _recording(self, fn: Any, key: tuple[str, str]) -> Any:
         """``fn`` (a read's handling), keeping its answer for the next identical read: only when the store did not
@@ -209,11 +235,6 @@ class TestProcess(ExternalOperator):
     def holds(self) -> bool:
         """The scenario awaits the command's end: while it runs, the world waits for it."""
         return self.exit_code is None and self.popen is not None
-
-    def quiet_for(self) -> float | None:
-        if self._started_at is not None and real_monotonic() - self._started_at > self._timeout:
-            self._time_out()
-        return super().quiet_for()
 
     def check(self) -> None:
         """The command exited: its code is the verdict (see the module)."""
