@@ -78,7 +78,7 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
                          "entry, 1 or more (default 5000)")
     if getattr(args, "yield_timeout", None) is not None:
         _set_yield_timeout(args.yield_timeout)
-    if args.strategy is not None:
+    if isinstance(args.strategy, str):  # (hunt-test may hand over a Strategy it made)
         parse_strategy(args.strategy)
     if args.faults is not None:
         parse_fault_spec(args.faults)  # checked before anything runs; explore() takes the text as it is
@@ -186,7 +186,7 @@ def _hunt_end(
     return 0 if ok else 1
 
 
-def _run_budget(t: _Target, budget: Any, strategy: str | None) -> Any:
+def _run_budget(t: _Target, budget: Any, strategy: Any) -> Any:
     """The hunt's --budget, else the race's own, else explore()'s default.
 
     ``exhaustive`` without --budget runs to its verdict: a race's own budget and
@@ -196,7 +196,8 @@ def _run_budget(t: _Target, budget: Any, strategy: str | None) -> Any:
 
     if budget:
         return budget
-    if (strategy or "").partition(":")[0].strip() == "exhaustive":
+    name = strategy if isinstance(strategy, str) or strategy is None else strategy.name
+    if (name or "").partition(":")[0].strip() == "exhaustive":
         return Budget(runs=None)
     return Budget(runs=t.budget) if t.budget else Budget()
 
@@ -235,6 +236,7 @@ def _hunt_one(
                 faults=_faults_for(args, t) if getattr(args, "plan_entries", None) is None or args.faults else "all",
                 shard_runner=shard_runner,
                 canonical_first=bool(getattr(args, "test_command", None)),
+                shrink_budget=getattr(args, "shrink_budget", 2000),
                 **t.params_by_variant[variant],
             )
         finally:

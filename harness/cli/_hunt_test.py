@@ -27,6 +27,9 @@ from ._common import PROG
 
 #: what the test runs for, in real seconds, before it is stopped as runaway (a suite's own timeouts come first)
 DEFAULT_TIMEOUT = 900.0  # (as _test_command.DEFAULT_TIMEOUT)
+#: runs of each portfolio member's turn: its default (40) would give a search of seconds-long runs to the random
+#: walk for minutes before the patterns and small plans, whose finds need no long shrink, had a turn
+_TURN = 4
 #: the scenario a hunt of a test command runs (and its trace names)
 SCENARIO = "harness.cli._test_command:test_command"
 
@@ -60,12 +63,14 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
     t.add_argument("--cwd", default=".", help="where the command runs (default: here)")
     t.add_argument("--name", default="test", help="the process's name in traces and stories (default: test)")
     t.add_argument("--budget", default="20", help="runs (or SECONDSs) until the first failure (default 20)")
-    t.add_argument("--strategy", default="random", help="random, pct[:DEPTH], portfolio, canonical, ... "
-                   "(default random)")
+    t.add_argument("--strategy", default="portfolio", help="portfolio, random, pct[:DEPTH], exhaustive[:K], ... "
+                   "(default portfolio, in short turns: a run costs seconds, so each member gets its turn early)")
     t.add_argument("--seed", type=_seed, default=0, help="search seed (default 0)")
     t.add_argument("--faults", default=None, metavar="KINDS", help="fault kinds the search may place (as hunt's)")
+    t.add_argument("--shrink-budget", default=60, type=int, metavar="RUNS",
+                   help="runs the shrinker may take (default 60: a test run costs seconds)")
     t.add_argument("--proof-budget", default=200, type=int, metavar="RUNS",
-                   help="runs the minimality proof may take per entry (default 200: a test run costs seconds)")
+                   help="runs the minimality proof may take per entry (default 200)")
     t.add_argument("--quiet", type=float, default=0.15, metavar="SECONDS",
                    help="real seconds without progress after which the test counts as waiting (default 0.15)")
     t.add_argument("--startup", type=float, default=180.0, metavar="SECONDS",
@@ -111,8 +116,15 @@ def run(args: argparse.Namespace) -> int:
         params["env"] = env
     if args.no_cluster:
         params["cluster"] = False
+    if args.shrink_budget < 0 or args.proof_budget < 1:
+        raise UsageError("--shrink-budget takes 0 or more runs, --proof-budget 1 or more")
+    strategy: Any = args.strategy
+    if strategy.strip() == "portfolio":
+        from ..explore import Portfolio
+
+        strategy = Portfolio(args.seed, chunk=_TURN)
     hunt = argparse.Namespace(
-        targets=[SCENARIO], variant=None, expect="clean", strategy=args.strategy,
+        targets=[SCENARIO], variant=None, expect="clean", strategy=strategy, shrink_budget=args.shrink_budget,
         seed=args.seed, faults=args.faults, budget=args.budget, proof_budget=args.proof_budget, plan=None,
         yield_timeout=None, json=args.json, report_dir=args.report_dir, cluster=None, shards=None,
         param=[f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in params.items()],

@@ -92,6 +92,7 @@ def explore(
     level_progress: LevelProgress | None = None,
     shard_runner: ShardRunner | None = None,
     canonical_first: bool = False,
+    shrink_budget: int = 2000,
     **params: Any,
 ) -> Result:
     """Search ``scenario(world, **params)`` for a violation.
@@ -114,6 +115,7 @@ def explore(
     ``canonical_first``: run the canonical order before the strategy; a failure there (twice in a row with
     processes outside the world) is the counterexample, with no deviation, and nothing else runs: a test
     command that fails on its own is said so in seconds, not after a search and a shrink (``hunt-test``).
+    ``shrink_budget``: the most runs the shrinker takes (a run of a test command costs seconds, not microseconds).
     """
     strat = make_strategy(strategy, seed=seed)
     unbounded = Budget(runs=None) if isinstance(strat, Exhaustive) else Budget()  # a proof runs to its verdict
@@ -217,6 +219,7 @@ def explore(
                     proof_budget=proof_budget,
                     prove=prove_minimal,
                     shrink=shrink_found,
+                    shrink_runs=shrink_budget,
                 )
             except KeyboardInterrupt:
                 runner.interrupted = True

@@ -166,6 +166,7 @@ def minimize(
     prove: bool = True,
     shrink: bool = True,
     order: ProofOrder | None = None,
+    shrink_runs: int = 2000,
 ) -> _Minimum:
     """From any failing run to the canonical minimum (or as close as the budgets allow, said in words)."""
     assert out.violation is not None
@@ -176,13 +177,13 @@ def minimize(
         if plan is None:
             written = to_plan(runner, out)
             if written is None and shrink:
-                out = _shrink_positional(shrinker, out)
+                out = _shrink_positional(shrinker, out, max_runs=min(1000, shrink_runs))
                 written = to_plan(runner, out)
             if written is None:
                 return _Minimum(out, None, None, "not proved minimal: the run could not be written as a plan")
             out, plan = written
         if shrink:
-            out, plan = shrink_plan(shrinker, out, plan)
+            out, plan = shrink_plan(shrinker, out, plan, max_runs=shrink_runs)
     finally:
         runner.absorb(shrinker)
     shrunk_at = runner.runs
