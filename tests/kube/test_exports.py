@@ -38,6 +38,6 @@ def test_the_ways_operators_run_sit_above_kube() -> None:
             if isinstance(node, ast.ImportFrom):
                 name = node.module or ""
                 assert "operators" not in name.split("."), f"{path.name} imports {name}"
-    assert set(harness.operators.__all__) == {"ExternalOperator", "Operator", "kopf_operator"}
+    assert set(harness.operators.__all__) == {"ExternalOperator", "Operator", "TestProcess", "kopf_operator"}
     for name in harness.operators.__all__:
         assert not hasattr(harness.kube, name), f"harness.kube still exports {name}"
