@@ -315,15 +315,25 @@ class ExternalOperator:
     def _gone(self) -> bool:
         return self.popen is None or self.popen.poll() is not None
 
-    def check(self) -> None:
-        """The process exited on its own while the run goes on: name it (see the module for the verdicts)."""
+    def _exited(self) -> int | None:
+        """The code of the running process if it has just exited on its own (not killed by the harness), kept in
+        :attr:`exit_code`; None while it runs, or once said."""
         popen = self.popen
         if popen is None or self.exit_code is not None:
-            return
+            return None
         code = popen.poll()
         if code is None or popen.pid in self._killed:
-            return
+            return None
         self.exit_code = code
+        return code
+
+    def check(self) -> None:
+        """The process exited on its own while the run goes on: name it (see the module for the verdicts)."""
+        code = self._exited()
+        if code is None:
+            return
+        popen = self.popen
+        assert popen is not None
         world = self.world
         said = f"{self.name} ({' '.join(self.argv)}, pid {popen.pid}) exited with code {code}"
         tail = self._output_tail(len(self.popens))
