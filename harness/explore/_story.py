@@ -357,6 +357,11 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
             continue
         lines_of[step] = line
         scores[step] = _score(step, sl, by_step.get(step, ()), keep)
+    # the operator's start-up (before its first read of a kind the oracle judges: a login, a version probe, the
+    # LISTs of other kinds) takes no line the slice does not need
+    startup = _startup(sl, rec_of, oracle, keep) & set(lines_of)
+    for step in startup:
+        del lines_of[step]
     repeats: set[int] = set()
     shapes: dict[str, list[int]] = {}
     for step in sorted(lines_of):
@@ -404,15 +409,89 @@ def tell(cx: Counterexample, trace: Trace | None = None, *, max_lines: int = MAX
                   key=lambda s: (s != last_read, s not in needed, -scores[s], -s))
     chosen = set(rank[:room])
     body = [_cut(lines_of[s]) for s in sorted(causal) if s in chosen]  # in the order it happened
-    quiet = len(causal) - len(lines_of) - len(causal & told)  # kept, but nothing to say: a response, a wait
+    startup -= set(lines_of)  # (the harmful actor's last read of what the oracle judges is never start-up noise)
+    quiet = len(causal) - len(lines_of) - len(causal & told) - len(startup)  # kept, nothing to say: a response, a wait
     unshown = len(rank) - len(chosen)
-    title = _title(cx, trace, causal, len(chosen), len(causal & told), repeats & causal, unshown, quiet, fallback)
+    title = _title(cx, trace, causal, len(chosen), len(causal & told), repeats & causal, unshown, quiet, fallback,
+                   len(startup))
     objects = _objects(oracle, chosen, sl)
     lines = [title, *head, *body, *tail]
     entries = tuple(h for h in head if not h.startswith("... "))
     harm = _harm(sl, rec_of, harm_step)
     return Story(tuple(lines), frozenset(chosen), frozenset(causal), verdict, trace.noted, entries, objects,
                  tuple(i for _, i in ordered[:len(entries)]), harm)
+
+
+def _startup(sl: _Slice, rec_of: dict[int, Record], oracle: Sequence[Access], keep: set[int]) -> set[int]:
+    """The operator's start-up steps of the slice that the slice does not need.
+
+    Start-up is what a process's actors (an operator's: the first segment of
+    their names) did before the process first read a kind the violated oracle
+    read, or an object the scenario wrote, from the apiserver or an informer's
+    cache (a kopf operator's login, its version probe, its LISTs of CRDs and
+    Namespaces); a process that never reads one has none. Such a step joins
+    the slice by program order, by a wake-up or by a log line, and says how
+    every run starts. It is needed when a step after start-up (or the oracle)
+    read from a write of it, directly or through other start-up steps: then
+    it keeps its chance of a line. The scenario's own steps are never
+    start-up (its set-up writes are the premise the operator read), and
+    neither are a plan's.
+
+    Rejected: dropping every step before the boundary (a default the
+    operator wrote at start-up and a later reconcile read is a cause);
+    counting memory and wake-up edges as needs (every kopf step reads the
+    memory its start-up wrote, and every task was woken by the one that
+    spawned it); counting program order as a need (the first LIST of a kind
+    continues the LIST of CRDs before it, which decided nothing of it); ending
+    start-up at the first read of a judged kind alone (a ReplicaSet
+    controller whose oracle judges Pods reads its ReplicaSet first: that read
+    is its decision, not its start-up).
+    """
+    kinds = {a.resource.split(" ", 1)[0] for a in oracle if _REF.match(a.resource)}
+    if not kinds:
+        return set()
+    boundary: dict[str, int] = {}  # process (an actor's first name segment) -> where its start-up ended
+    for step in sorted(sl.fps):
+        r = rec_of.get(step)
+        if r is None or r.actor == "main" or (proc := r.actor.split("/", 1)[0]) in boundary:
+            continue
+        for i, a in enumerate(sl.fps[step]):
+            if a.write or not a.decides or (kind := _kind_of(a.resource)) is None:
+                continue
+            w = _read_from(sl.writers, a, step, i)
+            if kind in kinds or (w is not None and w in rec_of and rec_of[w].actor == "main"):
+                boundary[proc] = step
+                break
+    early = {s for s in sl.depth if s in rec_of and s < boundary.get(rec_of[s].actor.split("/", 1)[0], 0)} - keep
+    if not early:
+        return set()
+    needed: set[int] = set()
+    todo = [r for r in sl.edges if r not in early]
+    while todo:
+        reader = todo.pop()
+        for w, a in sl.edges.get(reader, ()):
+            if w in early and w not in needed and not _incidental(a):
+                needed.add(w)
+                todo.append(w)
+    return early - needed
+
+
+#: an informer's cache entry or list: "informer/Pod cache: default/web-0", "ctrl/informer/Pod cache: *"
+_CACHE = re.compile(r"^(?:.+/)?informer/(?P<kind>[\w.]+) cache: ")
+
+
+def _kind_of(resource: str) -> str | None:
+    """The kind of an apiserver object, list or informer cache entry a footprint names; None for anything else."""
+    if _REF.match(resource):
+        return resource.split(" ", 1)[0]
+    m = _CACHE.match(resource)
+    return m["kind"] if m is not None else None
+
+
+def _incidental(a: Access) -> bool:
+    """A read that says how a step came to run or what its process held, not what it decided on: a wake-up, a
+    whole unrecorded memory."""
+    return a.said == "woken" or a.resource.startswith(("wake ", "memory"))
 
 
 def _harm(sl: _Slice, rec_of: dict[int, Record], wrote: int | None, most: int = 3) -> str | None:
@@ -464,7 +543,7 @@ def _checked_later(v: Violation) -> bool:
 
 
 def _title(cx: Counterexample, trace: Trace, causal: set[int], shown: int, by_plan: int, repeats: set[int],
-           unshown: int, quiet: int, fallback: bool) -> str:
+           unshown: int, quiet: int, fallback: bool, startup: int = 0) -> str:
     """The header: deviations, the slice against the run, and every kept step accounted for."""
     n = len(cx.plan) if cx.plan is not None else cx.trace.deviations
     parts = [f"story: {n} deviation(s); the slice keeps {len(causal)} of {trace.steps} step(s)"]
@@ -477,6 +556,8 @@ def _title(cx: Counterexample, trace: Trace, causal: set[int], shown: int, by_pl
         said.append(f"{unshown} less telling left out (in the trace)")
     if quiet:
         said.append(f"{quiet} with nothing to say left out")
+    if startup:
+        said.append(f"{startup} startup step(s) left out")
     head = parts[0] + ": " + ", ".join(said)
     if fallback:
         head += " (the oracle read nothing the harness records: the last steps that noted something)"
@@ -607,6 +688,9 @@ def _objects(oracle: Sequence[Access], chosen: set[int], sl: _Slice) -> tuple[st
 
 
 def _cut(text: str) -> str:
+    """One line of at most :data:`MAX_WIDTH` characters (a value read or written may hold a newline: a kopf
+    annotation's JSON ends with one, and a story line must stay one line)."""
+    text = text.replace("\r", "").replace("\n", " ").rstrip()
     return text if len(text) <= MAX_WIDTH else text[: MAX_WIDTH - 3] + "..."
 
 
