@@ -18,7 +18,7 @@ import trustme
 
 import harness as h
 from harness.kube import APIServer, KubeObject
-from harness.sim import ReplayChooser, run_once
+from harness.sim import ReplayChooser, run_live, run_once
 from tests.kube.kube_support import LIMITS, clean
 
 NS = "default"
@@ -259,3 +259,21 @@ def test_crd_is_established_and_discovered_as_envtest_waits() -> None:
     for v in ("v1", "v1beta1"):
         assert seen[v]["groupVersion"] == f"example.com/{v}"
         assert "widgets" in [r["name"] for r in seen[v]["resources"]]
+
+
+def test_admission_webhooks_on_the_real_clock(webhooks: Webhooks) -> None:
+    """A real-clock run (``serve``'s) waits for the answer as for any timer: it neither settles nor deadlocks."""
+    seen: dict[str, Any] = {}
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        async with httpx.AsyncClient(transport=api.transport(client="envtest"), base_url="http://kube") as c:
+            await c.post("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", json={
+                "metadata": {"name": "m"}, "webhooks": [
+                    hook("mutate.example.com", webhooks.url("/mutate"), webhooks.ca_bundle, ["configmaps"], ["CREATE"])]})
+            seen["ok"] = await c.post(f"/api/v1/namespaces/{NS}/configmaps", json={"metadata": {"name": "ok"}})
+
+    out = run_live(scenario, time_scale=1.0, timeout=30)
+    assert out.violation is None
+    assert seen["ok"].status_code == 201 and seen["ok"].json()["metadata"]["labels"] == {"admitted-by": "mutate"}
+    assert [p for p, _r in webhooks.received] == ["/mutate?timeout=10s"]

@@ -503,9 +503,14 @@ async def _exchange(world: World, hook: dict[str, Any], review: dict[str, Any], 
     call = Calls.of(world).start(url, ca, json.dumps(review).encode(), float(timeout))
     if world._real is None:
         await call.event.wait(label)
-    else:  # a real-clock run: the thread sets the event; the scope keeps the run from counting as settled meanwhile
-        with world.move_on_after(timeout + 2.0):
+    else:  # a real-clock run: the thread sets the event; a pending timer keeps the run from counting as settled
+        scale = world._real.clock.time_scale  # (virtual seconds of the timer for the call's real bound)
+        guard = world.call_later((3 * timeout + 2.0) / scale, lambda: None, label=f"{label}: still waiting",
+                                 actor="admission")
+        try:
             await call.event.wait(label)
+        finally:
+            guard.cancel()
     if not call.done:
         raise _CallFailed(f'failed to call webhook: Post "{url}": context deadline exceeded')
     if call.error is not None:
