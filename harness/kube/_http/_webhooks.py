@@ -447,6 +447,10 @@ class Calls:
     def check(self) -> None:
         pass
 
+    def holds(self) -> bool:
+        """Calls never hold the world: a call in flight is waited for while it is stirred, then settled."""
+        return False
+
     def settled(self) -> None:
         pending, self.pending = self.pending, []
         for c in pending:
