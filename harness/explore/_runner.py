@@ -237,9 +237,9 @@ class _Runner:
         return f"{describe_faults(self.faults)}{none}{self._injected()}; {lag}"
 
     def _injected(self) -> str:
-        """", 37 injected: crash 20, transient_error 17": the faults the runs applied, when any were asked for (a
-        kind with points may still have none injected: a search that met crash points and never crashed is not
-        clean under crashes either, and the line says so with its zero)."""
+        """", 37 injected: crash 20, transient_error 17": the faults the runs applied, when any were asked for. A
+        kind with points may still have none injected (a random search draws few), and a clean line under faults
+        none of its runs fired says ``0 injected``, not only the kinds it asked for."""
         if not self.faults or self.runs == 0:
             return ""
         kinds = ", ".join(f"{k} {n:,}" for k, n in sorted(self.faults_injected.items()))
