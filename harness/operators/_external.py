@@ -79,13 +79,17 @@ _KLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 _ZAP_CONSOLE = re.compile(r"[0-9][0-9eT:.+\-Z]*\t([A-Z]+)\t(.*)")
 #: the keys of zap's JSON encoder (and logr's other JSON sinks) that hold the line's time, left out of a note
 _TIME_KEYS = ("ts", "time", "timestamp")
+#: a random UUID the process drew (controller-runtime logs each reconcile's ``reconcileID``, a new UUID, in
+#: ``pkg/internal/controller/controller.go``): the harness's own uids are ``uid-0001``, so a UUID in the output is the
+#: process's randomness, said as ``<uuid>``
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 
 
 def _spoken(line: str) -> tuple[str, str]:
-    """An output line's level and its words without its time (and klog's thread id): a note is the same in every
-    run, and the process's clock is not. Understood: zap's console lines (``<time>\\t<LEVEL>\\t...``) and JSON
-    lines (``"level"``, ``"msg"``), as controller-runtime's logger writes them; klog's ``E1128 ...`` headers;
-    else ``logging``'s words anywhere in the line, INFO when none."""
+    """An output line's level and its words without its time (and klog's thread id; the caller also masks UUIDs):
+    a note is the same in every run, and the process's clock is not. Understood: zap's console lines
+    (``<time>\\t<LEVEL>\\t...``) and JSON lines (``"level"``, ``"msg"``), as controller-runtime's logger writes
+    them; klog's ``E1128 ...`` headers; else ``logging``'s words anywhere in the line, INFO when none."""
     m = _ZAP_CONSOLE.fullmatch(line)
     if m is not None and m.group(1) in _ZAP_LEVELS:
         return _ZAP_LEVELS[m.group(1)], f"{m.group(1)} " + m.group(2).replace("\t", "  ")
@@ -322,6 +326,7 @@ class ExternalOperator:
             line = raw.rstrip()
             if line:
                 level, said = _spoken(line)
+                said = _UUID.sub("<uuid>", said)
                 self.world.note(f"{self.name}: {said[:300]}", kind="log", process=self.name, level=level,
                                 output=True)
 

@@ -171,8 +171,8 @@ def test_go_operator_story_has_its_own_log_lines(found: Any) -> None:
     """The counterexample is told again with notes (its Event, named by the manager's clock, does not make the
     run diverge: its step says ``app.<clock>``), and the reconciler's own zap line is a note of the step that was
     answering it: ``created secret`` naming the first Secret, at the response to its create, at the level zap gave
-    it and without its time; the story shows it (the second create is the violation: the run ends before its
-    reconcile logs)."""
+    it and without its time or its reconcile's random id; the story shows it (the second create is the violation:
+    the run ends before its reconcile logs)."""
     cx = found.counterexample
     assert cx is not None
     told = cx.told()
@@ -184,6 +184,7 @@ def test_go_operator_story_has_its_own_log_lines(found: Any) -> None:
     assert created[0].text.startswith("go-operator: INFO created secret  {") and f'"secret": "{first}"' in \
         created[0].text, created[0].text
     assert not re.search(r"\d{4}-\d\d-\d\dT", created[0].text)  # (its time left out: a note is every run's)
+    assert '"reconcileID": "<uuid>"' in created[0].text  # (and the random id controller-runtime gives a reconcile)
     steps = {r.step: r for r in told}
     assert steps[created[0].step].label == f"response create Secret default/{first}", steps[created[0].step]
     assert any("Event default/app.<clock>" in r.label for r in told)
