@@ -242,9 +242,7 @@ class _Runner:
         none of its runs fired says ``0 injected``, not only the kinds it asked for."""
         if not self.faults or self.runs == 0:
             return ""
-        kinds = ", ".join(f"{k} {n:,}" for k, n in sorted(self.faults_injected.items()))
-        total = sum(self.faults_injected.values())
-        return f", {total:,} injected" + (f": {kinds}" if kinds else "")
+        return injected_words(self.faults_injected)
 
     def faults_without_points(self) -> list[str]:
         """"crash: no ControllerProcess ...": each kind the search was asked for that no run met a point of.
@@ -256,6 +254,12 @@ class _Runner:
             return []
         asked = FAULT_KINDS if "*" in self.faults else tuple(k for k in FAULT_KINDS if k in self.faults)
         return [f"{k}: {FAULT_POINTS_COME_FROM[k]}" for k in asked if k not in self.fault_kinds_seen]
+
+
+def injected_words(counts: dict[str, int]) -> str:
+    """``", 37 injected: crash 20, transient_error 17"``, as a search's space says the faults its runs injected."""
+    kinds = ", ".join(f"{k} {n:,}" for k, n in sorted(counts.items()))
+    return f", {sum(counts.values()):,} injected" + (f": {kinds}" if kinds else "")
 
 
 def ran_away(out: RunOutcome) -> bool:
