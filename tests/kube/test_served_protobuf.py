@@ -189,8 +189,9 @@ def test_protobuf_message_sent_twice_merges() -> None:
     (envelope("v1", "ConfigMap", meta(ld(1, "x"), ld(15, "old-cluster"))), "field 15 of ObjectMeta (ConfigMap.metadata)"),
     (envelope("authorization.k8s.io/v1", "SelfSubjectAccessReview", ld(2, ld(1, ld(10, "?")))),
      "field 10 of ResourceAttributes (SelfSubjectAccessReview.spec.resourceAttributes)"),
-    (envelope("apps/v1", "Deployment", meta(ld(1, "web"))), "protobuf of Deployment (apps/v1)"),
-    (envelope("v1", "Pod", meta(ld(1, "p"))), "protobuf of Pod (v1)"),
+    (envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", meta(ld(1, "w.example"))),
+     "protobuf of CustomResourceDefinition (apiextensions.k8s.io/v1)"),
+    (envelope("networking.k8s.io/v1", "Ingress", meta(ld(1, "web"))), "protobuf of Ingress (networking.k8s.io/v1)"),
 ])
 def test_protobuf_field_or_kind_not_read_is_415(body: bytes, names: str) -> None:
     """A field number no table names, or a kind with none, is refused with a 415 that names it, never read into a
@@ -249,13 +250,15 @@ def test_protobuf_bodies_through_the_handler() -> None:
             got["review"] = await c.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", headers=PROTO,
                                          content=envelope("authorization.k8s.io/v1", "SelfSubjectAccessReview", ld(
                                              2, ld(1, ld(1, "default") + ld(2, "get") + ld(5, "pods")))))
-            got["pod"] = await c.post("/api/v1/namespaces/default/pods", headers=PROTO,
-                                      content=envelope("v1", "Pod", meta(ld(1, "p"))))
+            got["crd"] = await c.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", headers=PROTO,
+                                      content=envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                                                       meta(ld(1, "w.example"))))
             got["truncated"] = await c.post(cms, headers=PROTO, content=GOOD[:-3])
             got["wrong kind"] = await c.post(cms, headers=PROTO,
                                              content=envelope("v1", "Secret", meta(ld(1, "s2"))))
         for kind, ns, name in (("Namespace", "", "team-a"), ("ConfigMap", "default", "cfg"),
-                               ("Secret", "default", "s"), ("Pod", "default", "p"), ("ConfigMap", "default", "s2")):
+                               ("Secret", "default", "s"), ("CustomResourceDefinition", "", "w.example"),
+                               ("ConfigMap", "default", "s2")):
             obj = api.peek(kind, ns, name)
             stored[name] = None if obj is None else obj.extra.get("data")
 
@@ -264,13 +267,14 @@ def test_protobuf_bodies_through_the_handler() -> None:
     for k in ("ns", "cm", "put", "secret", "review"):
         assert got[k].headers["content-type"].startswith("application/json"), got[k].headers
     assert got["put"].json()["data"] == {"a": "changed"}
-    assert stored == {"team-a": None, "cfg": {"a": "changed"}, "s": {"k": "dg=="}, "p": None, "s2": None}
+    assert stored == {"team-a": None, "cfg": {"a": "changed"}, "s": {"k": "dg=="}, "w.example": None,
+                      "s2": None}
     review = got["review"].json()
     assert review["status"]["allowed"] is True
     assert review["spec"] == {"resourceAttributes": {"namespace": "default", "verb": "get", "resource": "pods"}}
-    pod = got["pod"].json()
-    assert (got["pod"].status_code, pod["reason"]) == (415, "UnsupportedMediaType")
-    assert "protobuf of Pod (v1)" in pod["message"]
+    crd = got["crd"].json()
+    assert (got["crd"].status_code, crd["reason"]) == (415, "UnsupportedMediaType")
+    assert "protobuf of CustomResourceDefinition (apiextensions.k8s.io/v1)" in crd["message"]
     bad = got["truncated"].json()
     assert (got["truncated"].status_code, bad["reason"]) == (400, "BadRequest")
     assert "truncated" in bad["message"]
