@@ -166,6 +166,64 @@ def test_protobuf_service_account_and_rbac_decode_to_their_json() -> None:
             "roleRef": {"apiGroup": "", "kind": "ClusterRole", "name": "view"}}
 
 
+def quantity(number: int, value: str) -> bytes:
+    """``resource.Quantity`` as field ``number``: apimachinery ``pkg/api/resource/generated.proto``
+    ``message Quantity { optional string string = 1; }``."""
+    return ld(number, ld(1, value))
+
+
+def int_or_string(number: int, value: int | str) -> bytes:
+    """``intstr.IntOrString`` as field ``number``: apimachinery ``pkg/util/intstr/generated.proto`` (type=1, intVal=2,
+    strVal=3), written whole as gogo writes it (type 1 is String)."""
+    if isinstance(value, str):
+        return ld(number, num(1, 1) + num(2, 0) + ld(3, value))
+    return ld(number, num(1, 0) + num(2, value) + ld(3, ""))
+
+
+def test_protobuf_pod_decodes_nested_types_to_their_json() -> None:
+    """A Pod reaches the types with a message and a JSON form of their own, and the embedded structs JSON
+    flattens. k8s.io/api ``core/v1/generated.proto``: Pod spec=2; PodSpec volumes=1, containers=2,
+    securityContext=14 {supplementalGroups=4, repeated int64}, tolerations=22, overhead=32 (map of Quantity);
+    Container name=1, image=2, ports=6 {name=1, hostPort=2, containerPort=3, protocol=4}, resources=8 {limits=1,
+    requests=2}, livenessProbe=10, readinessProbe=11; Probe handler=1 (``ProbeHandler``, embedded with no JSON
+    name, so its fields are the Probe's), initialDelaySeconds=2; ProbeHandler httpGet=2 {path=1, port=2},
+    tcpSocket=3 {port=1}; Volume name=1, volumeSource=2 (embedded likewise) {emptyDir=2 {medium=1, sizeLimit=2}};
+    Toleration key=1, operator=2, effect=4, tolerationSeconds=5 (``*int64``: 0 stays). IntOrString reads as the
+    string or the int by its type; Quantity as its string, kept where Go keeps a struct; a repeated int64 reads
+    both unpacked and packed (gogo's ``Unmarshal`` takes either); zero values of ``omitempty`` fields
+    (ContainerPort name and hostPort, EmptyDir medium) are dropped as Go's encoder drops them."""
+    port = ld(6, ld(1, "") + num(2, 0) + num(3, 8080) + ld(4, "TCP"))
+    resources = ld(8, entry(1, "cpu", ld(1, "500m")) + entry(1, "memory", ld(1, "64Mi"))
+                   + entry(2, "cpu", ld(1, "250m")))
+    liveness = ld(10, ld(1, ld(2, ld(1, "/healthz") + int_or_string(2, "http"))) + num(2, 3))
+    readiness = ld(11, ld(1, ld(3, int_or_string(1, 8080))))
+    container = ld(2, ld(1, "web") + ld(2, "nginx") + port + resources + liveness + readiness)
+    volume = ld(1, ld(1, "cache") + ld(2, ld(2, ld(1, "") + quantity(2, "1Gi"))))
+    groups = num(4, 1000) + ld(4, varint(2000) + varint(3000))
+    toleration = ld(22, ld(1, "node.kubernetes.io/not-ready") + ld(2, "Exists") + ld(4, "NoExecute") + num(5, 0))
+    spec = volume + container + ld(14, groups) + toleration + ld(32, ld(1, "cpu") + ld(2, ld(1, "100m")))
+    pod = envelope("v1", "Pod", meta(ld(1, "web-0"), ld(3, "default")) + ld(2, spec) + ld(3, b""))
+    assert decode_protobuf(pod, "v1", "Pod") == {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0", "namespace": "default"},
+        "spec": {
+            "volumes": [{"name": "cache", "emptyDir": {"sizeLimit": "1Gi"}}],
+            "containers": [{
+                "name": "web", "image": "nginx", "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                "resources": {"limits": {"cpu": "500m", "memory": "64Mi"}, "requests": {"cpu": "250m"}},
+                "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "initialDelaySeconds": 3},
+                "readinessProbe": {"tcpSocket": {"port": 8080}}}],
+            "securityContext": {"supplementalGroups": [1000, 2000, 3000]},
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                             "tolerationSeconds": 0}],
+            "overhead": {"cpu": "100m"}},
+        "status": {}}
+
+    # ServicePort targetPort=4: an IntOrString value with omitempty, which Go's encoder never drops (a struct)
+    svc = envelope("v1", "Service", meta(ld(1, "web")) + ld(2, ld(1, ld(1, "") + ld(2, "TCP") + num(3, 80)
+                                                                     + int_or_string(4, 0) + num(5, 0))))
+    assert decode_protobuf(svc, "v1", "Service")["spec"] == {"ports": [{"protocol": "TCP", "port": 80, "targetPort": 0}]}
+
+
 def test_protobuf_envelope_without_type_takes_the_urls() -> None:
     """``Serializer.Decode`` fills an envelope's missing apiVersion and kind from what the handler decodes into
     (``copyKindDefaults``); a negative int64 arrives as ten bytes and reads back negative."""
