@@ -16,7 +16,7 @@ import trio
 import harness as h
 from harness.kube import APIServer, KubeObject, start_cluster
 from harness.operators import Operator, kopf_operator
-from harness.sim import EPOCH, RandomChooser, ReplayChooser, _clocks, run_once
+from harness.sim import EPOCH, ReplayChooser, _clocks, run_once
 
 # (the real clocks are read as ``_clocks.real_time()``: a name bound to a real clock outside the harness, by
 # ``from ... import``, is the replacement once an operator ran, as aiohttp's is)
@@ -185,13 +185,13 @@ def test_kopf_handler_retry_follows_virtual_time(tmp_path: Path) -> None:
         world.eventually(lambda: api.peek("ConfigMap", "default", "a-child") is not None or "no child yet",
                          within=75, name="the child exists")
 
-    # (seed 5: seed 3, chosen before the cluster's namespaces were the apiserver's from its start, now draws the
-    # retry's delivery 2 s late within its window)
-    out = run_once(scenario, RandomChooser(5), notes=True)
+    # (the canonical order: a random seed's draws move with every request kopf makes at its start, and a draw can
+    # postpone the retry's delivery within its 2 s window, which is the search's to do, not this test's)
+    out = run_once(scenario, ReplayChooser([]), notes=True)
     assert out.violation is None, out.violation
     tries = [n.time for n in out.trace.notes if "Handler 'make_child'" in n.text]
     assert tries == [0.0, 60.0], [(n.time, n.text) for n in out.trace.notes if "make_child" in n.text]
     created = [r.time for r in out.trace if r.label == "create ConfigMap default/a-child"]
     assert created == [60.0]
-    again = run_once(scenario, RandomChooser(5))
+    again = run_once(scenario, ReplayChooser([]))
     assert again.trace.digest() == out.trace.digest()
