@@ -261,6 +261,15 @@ SELF_SUBJECT_RULES_REVIEW = _fields(
             "NonResourceRule", _f(1, "verbs", "strings"), _f(2, "nonResourceURLs", "strings"))),
         _f(3, "incomplete", "bool", keep_zero=True), _f(4, "evaluationError"))))
 
+#: ``meta/v1`` DeleteOptions: the body of a DELETE from a client whose content type is protobuf (controller-runtime's
+#: client for built-in kinds). Every field is a pointer or a list in Go (``types.go``), so a zero sent is kept.
+DELETE_OPTIONS = _fields(
+    "DeleteOptions", _f(1, "gracePeriodSeconds", "int", keep_zero=True),
+    _f(2, "preconditions", "message", _fields("Preconditions", _f(1, "uid", keep_zero=True),
+                                              _f(2, "resourceVersion", keep_zero=True))),
+    _f(3, "orphanDependents", "bool", keep_zero=True), _f(4, "propagationPolicy", keep_zero=True),
+    _f(5, "dryRun", "strings"), _f(6, "ignoreStoreReadErrorWithClusterBreakingPotential", "bool", keep_zero=True))
+
 #: the kinds read from protobuf, by (apiVersion, kind) as the envelope names them
 KINDS: dict[tuple[str, str], Message] = {
     ("v1", "Namespace"): NAMESPACE,
@@ -275,6 +284,7 @@ KINDS: dict[tuple[str, str], Message] = {
     ("events.k8s.io/v1", "Event"): EVENT_V1,
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): SELF_SUBJECT_ACCESS_REVIEW,
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): SELF_SUBJECT_RULES_REVIEW,
+    ("meta.k8s.io/v1", "DeleteOptions"): DELETE_OPTIONS,
 }
 _TYPE_META = _fields("TypeMeta", _f(1, "apiVersion"), _f(2, "kind"))
 
@@ -294,6 +304,8 @@ def decode_protobuf(body: bytes, api_version: str, kind: str) -> dict[str, Any]:
     api_version = type_meta.get("apiVersion") or api_version
     kind = type_meta.get("kind") or kind
     message = KINDS.get((api_version, kind))
+    if message is None and kind == "DeleteOptions":  # registered in every group version (``AddToGroupVersion``)
+        message = DELETE_OPTIONS
     if message is None:
         raise UnsupportedMediaType(
             f"the body of the request is protobuf of {kind} ({api_version}), which this server does not read (it "
