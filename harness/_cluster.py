@@ -162,6 +162,7 @@ def run_shard(search: Search, shard: Shard) -> dict[str, Any]:
         "strategy": result.strategy,
         "found_by": result.found_by,
         "space": result.space,
+        "faults_injected": dict(result.faults_injected),
         "notes": list(result.notes),
         "runaway": result.runaway,
         "model_error": result.model_error,
@@ -270,10 +271,24 @@ def merge(index: int, search: Search, planned: list[Shard], payloads: dict[int, 
         pct_bound=first.get("pct_bound"),
         notes=list(first.get("notes", [])),
         found_by=first.get("found_by"),
-        space=str(first.get("space", "")),
+        space=_summed_space(str(first.get("space", "")), done),
     )
     ordered = sorted(findings.values(), key=lambda f: f.shards[0])
     return ShardedResult(index, result, len(planned), len(done), ordered)
+
+
+def _summed_space(space: str, done: list[dict[str, Any]]) -> str:
+    """The first shard's space with the faults every shard injected, summed (each shard counted its own)."""
+    import re
+
+    from .explore._runner import injected_words
+
+    counts: dict[str, int] = {}
+    for p in done:
+        for kind, n in dict(p.get("faults_injected") or {}).items():
+            counts[kind] = counts.get(kind, 0) + int(n)
+    return re.sub(r", [\d,]+ injected(?:: [a-z_]+ [\d,]+(?:, [a-z_]+ [\d,]+)*)?", lambda _m: injected_words(counts),
+                  space, count=1)
 
 
 def prove_findings(sharded: ShardedResult, scenario: Any, client: Any) -> DaskShards:

@@ -19,7 +19,7 @@ def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
         time.sleep(0.01)
 
 
-def consistently(check: Callable[[], bool], duration: float = 1.0) -> None:
+def consistently(check: Callable[[], bool], duration: float = 0.5) -> None:
     end = time.monotonic() + duration
     while time.monotonic() < end:
         assert check()

@@ -15,7 +15,7 @@ Exit codes, the same for every command::
     143  terminated (SIGTERM): as 130
 
 The package holds one module per concern: ``_parser`` (the options and exit codes), ``_targets``
-(resolving TARGETs), ``_hunt`` and ``_cluster_hunt``, ``_hunt_test`` (a test command, its scenario in
+(resolving TARGETs), ``_hunt`` and ``_cluster_hunt``, ``_hunt_test_command`` (a test command, its scenario in
 ``_test_command``), ``_replay``, ``_live``, ``_serve``, and ``_common``.
 """
 
@@ -43,9 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "hunt":
             return _hunt._hunt(args)
         if args.command == "hunt-test":
-            from . import _hunt_test
+            from . import _hunt_test_command
 
-            return _hunt_test.run(args)
+            return _hunt_test_command.run(args)
         if args.command == "replay":
             return _replay._replay(args)
         if args.command == "live":

@@ -166,9 +166,9 @@ def _parser() -> _Parser:
     lv.add_argument("--seed", type=_seed, default=0, help="jitter seed of the first run (run i uses SEED+i)")
     lv.add_argument("--json", action="store_true", help="print one JSON object instead of sentences")
 
-    from . import _hunt_test, _serve
+    from . import _hunt_test_command, _serve
 
-    _hunt_test.add_parser(sub, raw)
+    _hunt_test_command.add_parser(sub, raw)
     _serve.add_parser(sub, raw, _TARGET_FORMS)
     r = sub.add_parser(
         "replay", help="replay a saved counterexample (or a scenario's choices) and print its steps",

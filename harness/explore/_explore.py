@@ -293,6 +293,7 @@ def explore(
         model_error=model_error,
         unapplied=unapplied,
         faults_without_points=runner.faults_without_points(),
+        faults_injected=dict(runner.faults_injected),
     )
 
 

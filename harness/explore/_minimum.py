@@ -177,13 +177,13 @@ def minimize(
         if plan is None:
             written = to_plan(runner, out)
             if written is None and shrink:
-                out = _shrink_positional(shrinker, out, max_runs=min(1000, shrink_runs))
+                out = _shrink_positional(shrinker, out, max_runs=min(1000, shrink_runs // 2))
                 written = to_plan(runner, out)
             if written is None:
                 return _Minimum(out, None, None, "not proved minimal: the run could not be written as a plan")
             out, plan = written
         if shrink:
-            out, plan = shrink_plan(shrinker, out, plan, max_runs=shrink_runs)
+            out, plan = shrink_plan(shrinker, out, plan, max_runs=max(0, shrink_runs - shrinker.runs))
     finally:
         runner.absorb(shrinker)
     shrunk_at = runner.runs

@@ -52,6 +52,8 @@ class Result:
     unapplied: list[str] = field(default_factory=list)
     #: fault kinds asked for that no run met a point of, each with what would place one
     faults_without_points: list[str] = field(default_factory=list)
+    #: faults the runs injected, by kind (what :attr:`space` counts; a cluster's shards are summed)
+    faults_injected: dict[str, int] = field(default_factory=dict)
     #: the model's own failure that stopped the search (``main`` raised or waited forever, an actor blocked
     #: outside the harness: see :func:`model_error_of`), in words; never the race
     model_error: str | None = None

@@ -64,11 +64,12 @@ class RunStats(NamedTuple):
     interrupted: bool
     failed: bool
     outside_seconds: float = 0.0
+    faults_injected: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def of(cls, out: RunOutcome) -> RunStats:
         return cls(out.steps, tuple(out.fault_points.items()), out.max_window, out.interrupted, _failed(out),
-                   out.outside_seconds)
+                   out.outside_seconds, tuple(out.faults_injected.items()))
 
 
 #: ``level_progress(phase, level, done, known)``: plans run and known at the referee's current level
@@ -97,6 +98,8 @@ class _Runner:
         #: fault kinds seen (in discovery order) and the most fault points one run passed
         self.fault_kinds_seen: list[str] = []
         self.max_fault_points = 0
+        #: faults injected over every run, by kind (what the line says was applied, not only asked for)
+        self.faults_injected: dict[str, int] = {}
         self.max_window = 0.0
         #: real seconds spent waiting for operator processes outside the world, over every run
         self.outside_seconds = 0.0
@@ -188,6 +191,8 @@ class _Runner:
                 self.fault_kinds_seen.append(kind)
         if points > self.max_fault_points:
             self.max_fault_points = points
+        for kind, count in stats.faults_injected:
+            self.faults_injected[kind] = self.faults_injected.get(kind, 0) + count
         self.outside_seconds += stats.outside_seconds
         if stats.max_window > self.max_window:
             self.max_window = stats.max_window
@@ -229,7 +234,15 @@ class _Runner:
         lag = f"postponements within windows of up to {self.max_window:g} s" if self.max_window else "no time windows"
         missing = self.faults_without_points()
         none = f" (no point in the model for {'; '.join(missing)})" if missing else ""
-        return f"{describe_faults(self.faults)}{none}; {lag}"
+        return f"{describe_faults(self.faults)}{none}{self._injected()}; {lag}"
+
+    def _injected(self) -> str:
+        """", 37 injected: crash 20, transient_error 17": the faults the runs applied, when any were asked for. A
+        kind with points may still have none injected (a random search draws few), and a clean line under faults
+        none of its runs fired says ``0 injected``, not only the kinds it asked for."""
+        if not self.faults or self.runs == 0:
+            return ""
+        return injected_words(self.faults_injected)
 
     def faults_without_points(self) -> list[str]:
         """"crash: no ControllerProcess ...": each kind the search was asked for that no run met a point of.
@@ -241,6 +254,12 @@ class _Runner:
             return []
         asked = FAULT_KINDS if "*" in self.faults else tuple(k for k in FAULT_KINDS if k in self.faults)
         return [f"{k}: {FAULT_POINTS_COME_FROM[k]}" for k in asked if k not in self.fault_kinds_seen]
+
+
+def injected_words(counts: dict[str, int]) -> str:
+    """``", 37 injected: crash 20, transient_error 17"``, as a search's space says the faults its runs injected."""
+    kinds = ", ".join(f"{k} {n:,}" for k, n in sorted(counts.items()))
+    return f", {sum(counts.values()):,} injected" + (f": {kinds}" if kinds else "")
 
 
 def ran_away(out: RunOutcome) -> bool:

@@ -46,6 +46,17 @@ class _Footprints:
     counterexample follows a sync's check back to the expectation it read and
     the write that set it; the reduction sees two actions that touch different
     keys as independent.
+
+    A store that waits for named objects (:class:`UpdateExpectations`,
+    :class:`ScaleExpectations`) keeps one entry per object beside the
+    controller key's record (``"<store>: <key>: <object>"``): a check that
+    finds ``web-0`` pending reads the write that expected ``web-0``, not the
+    last observation of another Pod. An expectation recorded from an object a
+    write returned (``expect_updated``, ``expect``) also reads that object at
+    its revision, in a told run only: the story follows the record back to
+    the update it records (the write the oracle judges through the store),
+    while the referee's reduction, which never reads notes, sees no apiserver
+    read where the controller touched only its memory.
     """
 
     _world: World
@@ -56,6 +67,18 @@ class _Footprints:
 
     def _write(self, key: str, said: str) -> None:
         self._world.touch(f"{self.name}: {key}", write=True, said=f"{self.name} {key}: {said}")
+
+    def _read_entry(self, key: str, item: str, said: str) -> None:
+        self._world.touch(f"{self.name}: {key}: {item}", said=f"{self.name} {key}: {said}")
+
+    def _write_entry(self, key: str, item: str, said: str) -> None:
+        self._world.touch(f"{self.name}: {key}: {item}", write=True, said=f"{self.name} {key}: {said}")
+
+    def _records(self, obj: KubeObject) -> None:
+        """A told run: the expectation about to be recorded reads ``obj`` as the write that returned it left it."""
+        if self._world.noting:
+            self._world.touch(obj.ref, said=f"{obj.ref} rv={obj.resource_version} (recorded in {self.name})",
+                              version=obj.resource_version or None)
 
 
 class ResourceVersionExpectation(_Footprints):
@@ -70,6 +93,7 @@ class ResourceVersionExpectation(_Footprints):
         """Record the RV my own write produced; only ever raises the expected version."""
         entry = self._entries.get(obj.uid)
         if self._world._fp is not None:
+            self._records(obj)
             self._write(obj.uid, f"expects {obj.ref} at rv>={obj.resource_version}")
         if self._world.noting:
             self._world.note(f"expect {obj.ref} (uid {obj.uid}) at rv>={obj.resource_version} in the cache",
@@ -154,7 +178,9 @@ class ScaleExpectations(_Footprints):
     def expect_scale(self, controller_key: str, action: str, name: str) -> None:
         """Record that ``controller_key`` expects to see ``action`` (create or delete) of pod ``name``."""
         if self._world._fp is not None:
-            self._write(controller_key, f"expects {action} {name}")
+            if not self._entries.get(controller_key):
+                self._write(controller_key, f"expects {action} {name}")
+            self._write_entry(controller_key, f"{action} {name}", f"expects {action} {name}")
         if self._world.noting:
             self._world.note(f"{controller_key} expects {action} {name}", kind="expectation",
                              keys=(controller_key, name), op="expect", action=action)
@@ -165,7 +191,7 @@ class ScaleExpectations(_Footprints):
         entry = self._entries.get(controller_key)
         if entry is not None and action in entry:
             if self._world._fp is not None and name in entry[action]:
-                self._write(controller_key, f"observed {action} {name}")
+                self._write_entry(controller_key, f"{action} {name}", f"observed {action} {name}")
             if self._world.noting and name in entry[action]:
                 self._world.note(f"{controller_key} observed {action} {name}", kind="expectation",
                                  keys=(controller_key, name), op="observe", action=action)
@@ -178,9 +204,12 @@ class ScaleExpectations(_Footprints):
         if self._world._fp is not None:
             first = self._first.get(controller_key)
             waited = 0.0 if first is None else self._world.now - first
-            self._read(controller_key, "satisfied" if not pending else
-                       f"unsatisfied for {waited:g} s, pending " + "; ".join(
-                           f"{a} {', '.join(names)}" for a, names in pending.items()))
+            said = "satisfied" if not pending else f"unsatisfied for {waited:g} s, pending " + "; ".join(
+                f"{a} {', '.join(names)}" for a, names in pending.items())
+            self._read(controller_key, said)
+            for a, names in pending.items():
+                for n in names:
+                    self._read_entry(controller_key, f"{a} {n}", said)
         if not pending:
             self._first.pop(controller_key, None)
             return True, 0.0, {}
@@ -199,13 +228,20 @@ class ScaleExpectations(_Footprints):
         entry = self._entries.get(controller_key) or {}
         out = {a: list(names) for a, names in entry.items() if names}
         if self._world._fp is not None:
-            self._read(controller_key, f"pending {out}" if out else "nothing pending")
+            said = f"pending {out}" if out else "nothing pending"
+            self._read(controller_key, said)
+            for a, names in out.items():
+                for n in names:
+                    self._read_entry(controller_key, f"{a} {n}", said)
         return out
 
     def delete_expectations(self, controller_key: str) -> None:
         """Forget every expectation of ``controller_key`` and its unsatisfied clock."""
         if self._world._fp is not None and controller_key in self._entries:
             self._write(controller_key, "deleted")
+            for a, names in self._entries[controller_key].items():
+                for n in names:
+                    self._write_entry(controller_key, f"{a} {n}", "deleted")
         self._entries.pop(controller_key, None)
         self._first.pop(controller_key, None)
 
@@ -263,11 +299,17 @@ class UpdateExpectations(_Footprints):
     def expect_updated(self, controller_key: str, revision: str, obj: KubeObject) -> None:
         """``ExpectUpdated``: ``controller_key`` updated ``obj`` to ``revision`` and waits to see it so."""
         entry = self._entries.get(controller_key)
+        said = f"expects {obj.ref} updated to revision {revision}"
         if entry is None or entry.revision != revision:
+            if self._world._fp is not None:  # a new record: the revision, and the old one's objects dropped
+                self._write(controller_key, said)
+                for item in entry.objects if entry is not None else ():
+                    self._write_entry(controller_key, item, f"no longer expects {item} (revision {revision})")
             entry = self._entries[controller_key] = _Updates(revision)
         entry.objects[f"{obj.namespace}/{obj.name}"] = obj.ref
         if self._world._fp is not None:
-            self._write(controller_key, f"expects {obj.ref} updated to revision {revision}")
+            self._records(obj)
+            self._write_entry(controller_key, f"{obj.namespace}/{obj.name}", said)
         if self._world.noting:
             self._world.note(f"{controller_key} expects {obj.ref} updated to revision {revision}", kind="expectation",
                              keys=(controller_key, obj.ref), op="expect", revision=revision)
@@ -276,6 +318,8 @@ class UpdateExpectations(_Footprints):
         """``ObserveUpdated``: the cache shows ``obj``; it counts if it is at the expected ``revision``."""
         entry = self._entries.get(controller_key)
         if entry is None:
+            if self._world._fp is not None:  # an update seen before it was expected is seen for nothing
+                self._read(controller_key, f"nothing expected: {obj.ref} seen at revision {revision} for nothing")
             return
         key = f"{obj.namespace}/{obj.name}"
         if self._world._fp is not None:
@@ -284,12 +328,16 @@ class UpdateExpectations(_Footprints):
                                        f"{obj.labels.get(CONTROLLER_REVISION_HASH_LABEL, '(none)')}")
         if entry.revision == revision and key in entry.objects and self._equal(controller_key, obj, revision):
             if self._world._fp is not None:
-                self._write(controller_key, f"observed {obj.ref} at revision {revision}")
+                self._write_entry(controller_key, key, f"observed {obj.ref} at revision {revision}")
             del entry.objects[key]
             if self._world.noting:
                 self._world.note(f"{controller_key} observed {obj.ref} at revision {revision}", kind="expectation",
                                  keys=(controller_key, obj.ref), op="observe", revision=revision)
         if entry.revision != revision or not entry.objects:
+            if self._world._fp is not None:
+                self._write(controller_key, "dropped" if not entry.objects else f"dropped (observed revision {revision})")
+                for item in entry.objects:
+                    self._write_entry(controller_key, item, f"no longer expects {item} (revision {revision})")
             del self._entries[controller_key]
 
     def delete_object(self, controller_key: str, obj: KubeObject) -> None:
@@ -298,7 +346,7 @@ class UpdateExpectations(_Footprints):
         if entry is None:
             return
         if f"{obj.namespace}/{obj.name}" in entry.objects and self._world._fp is not None:
-            self._write(controller_key, f"no longer expects {obj.ref} (deleted)")
+            self._write_entry(controller_key, f"{obj.namespace}/{obj.name}", f"no longer expects {obj.ref} (deleted)")
         if entry.objects.pop(f"{obj.namespace}/{obj.name}", None) is not None and self._world.noting:
             self._world.note(f"{controller_key} no longer expects {obj.ref} updated (deleted)", kind="expectation",
                              keys=(controller_key, obj.ref), op="delete", revision=entry.revision)
@@ -312,8 +360,11 @@ class UpdateExpectations(_Footprints):
                     "" if entry is None or entry.revision == revision else f" (it expects revision {entry.revision})"))
             else:
                 waited = 0.0 if entry.first_unsatisfied is None else self._world.now - entry.first_unsatisfied
-                self._read(controller_key, f"update expectations for revision {revision} unsatisfied for "
-                                           f"{waited:g} s: waits for {', '.join(sorted(entry.objects))}")
+                said = (f"update expectations for revision {revision} unsatisfied for {waited:g} s: waits for "
+                        f"{', '.join(sorted(entry.objects))}")
+                self._read(controller_key, said)
+                for item in sorted(entry.objects):
+                    self._read_entry(controller_key, item, said)
         if entry is None:
             return True, 0.0, []
         if entry.revision != revision:
@@ -336,15 +387,20 @@ class UpdateExpectations(_Footprints):
         """``(revision, objects still expected)`` for ``controller_key``, or None: a read with no side effects."""
         entry = self._entries.get(controller_key)
         if self._world._fp is not None:
-            self._read(controller_key, "nothing expected" if entry is None else
-                       f"revision {entry.revision}, waits for {', '.join(sorted(entry.objects)) or 'nothing'}")
+            said = "nothing expected" if entry is None else \
+                f"revision {entry.revision}, waits for {', '.join(sorted(entry.objects)) or 'nothing'}"
+            self._read(controller_key, said)
+            for item in sorted(entry.objects) if entry is not None else ():
+                self._read_entry(controller_key, item, said)
         return None if entry is None else (entry.revision, sorted(entry.objects))
 
     def delete_expectations(self, controller_key: str) -> None:
         """``DeleteExpectations``: forget the record of ``controller_key`` (the workload is gone)."""
-        if self._world._fp is not None and controller_key in self._entries:
+        entry = self._entries.pop(controller_key, None)
+        if self._world._fp is not None and entry is not None:
             self._write(controller_key, "deleted")
-        self._entries.pop(controller_key, None)
+            for item in entry.objects:
+                self._write_entry(controller_key, item, "deleted")
 
 
 class _Controllee:

@@ -21,6 +21,7 @@ then send it; a frozen object would force every model into a builder style.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,3 +136,27 @@ class KubeObject:
 def object_ref(kind: str, namespace: str, name: str) -> str:
     """The ``Kind namespace/name`` key of an object that may not exist."""
     return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+#: an Event's name as client-go makes it: the regarded object's name and the client's clock, ``%s.%x`` of
+#: ``UnixNano`` (``tools/record/util/util.go``, ``GenerateEventName``, called by both ``tools/record`` and
+#: ``tools/events``), or a random UUID when that is no valid name
+_CLOCK_NAMED_EVENT = re.compile(r"^(Event (?:[^/ ]+/)?)(?:(.+)\.[0-9a-f]{16}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})$")
+
+
+def step_ref(ref: str) -> str:
+    """``ref`` as a step's label and key name it: an Event a client named after its own clock becomes
+    ``Event ns/app.<clock>`` (``<uuid>``), every other ref is itself.
+
+    A step's label is part of the trace: a replay that meets another label has diverged. A process on the real
+    clock (``harness.operators.ExternalOperator``) names each Event it records anew in every run, so with the name
+    in its label no run of it would replay, and its story could not be told again. The object keeps its name; only
+    what the trace calls the step loses the clock. Two such Events of one object in one run share a label and a
+    key: they count as dependent, which costs the reduction an order, never a race.
+    """
+    if not ref.startswith("Event "):
+        return ref
+    m = _CLOCK_NAMED_EVENT.match(ref)
+    if m is None:
+        return ref
+    return f"{m.group(1)}{m.group(2)}.<clock>" if m.group(2) is not None else f"{m.group(1)}<uuid>"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ._errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound, ServerTimeout
 from ._lifecycle import lifecycle_refusal, new_namespace, prepare_namespace
 from ._merge import _apply, merge_patch
-from ._objects import BUILTIN_KINDS, KubeObject, OwnerReference, copy_json, object_ref
+from ._objects import BUILTIN_KINDS, KubeObject, OwnerReference, copy_json, object_ref, step_ref
 from ._process import checkpoint
 from ._revisions import (
     _REVISION,
@@ -132,18 +132,19 @@ class Registry:
     # -------------------------------------------------------------- helpers
     async def _enter(self, verb: str, kind: str, namespace: str, name: str, rv: int = 0) -> None:
         ref = object_ref(kind, namespace, name)
-        label = f"{verb} {ref}"
+        said = step_ref(ref)  # (an Event named after a client's clock: not in a label)
+        label = f"{verb} {said}"
         world = self._world
         # Work takes time: at an instant already BUSY_INSTANT steps long (a loop of requests and deliveries),
         # each request takes its nominal latency, as on a cluster, so a loop that heals there heals here.
         busy = world.steps_at_instant >= BUSY_INSTANT
-        await world.step(label, key=ref, rv=rv or None, delay=self.request_latency if busy else 0.0)
+        await world.step(label, key=said, rv=rv or None, delay=self.request_latency if busy else 0.0)
         checkpoint(self._world, label)
         # the request's own target, for the reduction; what it decided on is recorded where it is read
         world.touch(f"{kind} *" if name == "*" else ref, decides=False)
         k = (verb, kind)
         self.calls[k] = self.calls.get(k, 0) + 1
-        if self._world.fault("transient_error", f"{label} fails (timeout, no effect)", key=ref, default=self.transient_errors):
+        if self._world.fault("transient_error", f"{label} fails (timeout, no effect)", key=said, default=self.transient_errors):
             raise self._error(verb, kind, ServerTimeout.of(verb, kind), ref)
 
     def _error(self, verb: str, kind: str, err: ApiError, ref: str | None = None) -> ApiError:
@@ -523,11 +524,12 @@ class Registry:
     # ``response_window`` seconds, inject a crash before the caller handles it,
     # or lose it (an ambiguous write: committed, yet the caller sees a timeout).
     async def _respond(self, verb: str, kind: str, ref: str, out: KubeObject) -> KubeObject:
-        label = f"response {verb} {ref}"
-        await self._world.step(label, key=ref, rv=out.resource_version, window=self.response_window, follows=True)
+        said = step_ref(ref)  # (an Event named after a client's clock: not in a label)
+        label = f"response {verb} {said}"
+        await self._world.step(label, key=said, rv=out.resource_version, window=self.response_window, follows=True)
         checkpoint(self._world, label)
         if self._world.fault(
-            "ambiguous_write", f"{verb} {ref} commits, but its response is lost (timeout)", key=ref,
+            "ambiguous_write", f"{verb} {said} commits, but its response is lost (timeout)", key=said,
             default=self._ambiguous,
         ):
             if self._world.noting:

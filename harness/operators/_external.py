@@ -48,7 +48,9 @@ Sieve (OSDI'22) perturbs real controllers, and it needs nothing of the binary.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import socket
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -66,10 +68,53 @@ from ._busy import ProcessLoad
 _LEVELS = (("CRITICAL", "CRITICAL"), ("ERROR", "ERROR"), ("Traceback", "ERROR"), ("Exception", "ERROR"),
            ("Error:", "ERROR"), ("WARNING", "WARNING"), ("WARN", "WARNING"))
 
+#: zap's level names (``zapcore/level.go``) as ``logging``'s: what a story weighs (``harness.explore._story``)
+_ZAP_LEVELS = {"DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "ERROR": "ERROR", "DPANIC": "CRITICAL",
+               "PANIC": "CRITICAL", "FATAL": "CRITICAL"}
+#: klog's header, ``Lmmdd hh:mm:ss.uuuuuu threadid file:line] msg`` (``klog.go``, ``formatHeader``)
+_KLOG = re.compile(r"([IWEF])\d{4} \d\d:\d\d:\d\d\.\d{6}\s+\d+ (.*)")
+_KLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
+#: zap's console encoder: time, level, then the logger's name, message and fields, tab-separated
+#: (``zapcore/console_encoder.go``; controller-runtime's ``zap.New`` in development mode uses it, ISO 8601 times)
+_ZAP_CONSOLE = re.compile(r"[0-9][0-9eT:.+\-Z]*\t([A-Z]+)\t(.*)")
+#: the keys of zap's JSON encoder (and logr's other JSON sinks) that hold the line's time, left out of a note
+_TIME_KEYS = ("ts", "time", "timestamp")
+#: a random UUID the process drew (controller-runtime logs each reconcile's ``reconcileID``, a new UUID, in
+#: ``pkg/internal/controller/controller.go``): the harness's own uids are ``uid-0001``, so a UUID in the output is the
+#: process's randomness, said as ``<uuid>``
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+
+
+def _spoken(line: str) -> tuple[str, str]:
+    """An output line's level and its words without its time (and klog's thread id; the caller also masks UUIDs):
+    a note is the same in every run, and the process's clock is not. Understood: zap's console lines
+    (``<time>\\t<LEVEL>\\t...``) and JSON lines (``"level"``, ``"msg"``), as controller-runtime's logger writes
+    them; klog's ``E1128 ...`` headers; else ``logging``'s words anywhere in the line, INFO when none."""
+    m = _ZAP_CONSOLE.fullmatch(line)
+    if m is not None and m.group(1) in _ZAP_LEVELS:
+        return _ZAP_LEVELS[m.group(1)], f"{m.group(1)} " + m.group(2).replace("\t", "  ")
+    if line.startswith("{") and '"level"' in line:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            entry = None
+        if isinstance(entry, dict) and isinstance(entry.get("level"), str):
+            word = entry.pop("level").upper()
+            for key in _TIME_KEYS:
+                entry.pop(key, None)
+            said = " ".join(str(entry.pop(k)) for k in ("logger", "msg") if k in entry)
+            rest = json.dumps(entry, sort_keys=True) if entry else ""
+            return _ZAP_LEVELS.get(word, _level_of(word)), " ".join(w for w in (word, said, rest) if w)
+    m = _KLOG.fullmatch(line)
+    if m is not None:
+        return _KLOG_LEVELS[line[0]], f"{line[0]} {m.group(2)}"
+    return _level_of(line), line
+
 
 def _level_of(line: str) -> str:
-    """The level an output line says of itself (``logging``'s, klog's ``E1128``/``W1128`` prefixes), INFO otherwise."""
-    if len(line) > 5 and line[0] in "EW" and line[1:5].isdigit():  # klog: E1128 03:55:26.123456 ...
+    """The level an output line says of itself (``logging``'s words, a klog-like ``E1128``/``W1128`` prefix), INFO
+    otherwise."""
+    if len(line) > 5 and line[0] in "EW" and line[1:5].isdigit():
         return "ERROR" if line[0] == "E" else "WARNING"
     return next((level for word, level in _LEVELS if word in line), "INFO")
 
@@ -263,8 +308,9 @@ class ExternalOperator:
     def _note_output(self) -> None:
         """The lines the process wrote since the last look, each a note of the step it was answering (the one that
         just ran: the process was waited for until quiet after it), so its own words are in the story and the
-        trace. A line that says ERROR, WARNING, a traceback or an exception carries that level: a story prefers
-        what the operator said went wrong. Only in a run that tells a story (notes are never a search's)."""
+        trace. A line that says ERROR, WARNING, a traceback or an exception carries that level (zap's and klog's
+        by their own fields, their times left out: :func:`_spoken`): a story prefers what the operator said went
+        wrong. Only in a run that tells a story (notes are never a search's)."""
         n = len(self.popens)
         if self._dir is None or not n:
             return
@@ -279,7 +325,9 @@ class ExternalOperator:
         for raw in chunk[:end].decode(errors="replace").splitlines():
             line = raw.rstrip()
             if line:
-                self.world.note(f"{self.name}: {line[:300]}", kind="log", process=self.name, level=_level_of(line),
+                level, said = _spoken(line)
+                said = _UUID.sub("<uuid>", said)
+                self.world.note(f"{self.name}: {said[:300]}", kind="log", process=self.name, level=level,
                                 output=True)
 
     # ------------------------------------------------------------------ the Outside protocol
@@ -315,15 +363,25 @@ class ExternalOperator:
     def _gone(self) -> bool:
         return self.popen is None or self.popen.poll() is not None
 
-    def check(self) -> None:
-        """The process exited on its own while the run goes on: name it (see the module for the verdicts)."""
+    def _exited(self) -> int | None:
+        """The code of the running process if it has just exited on its own (not killed by the harness), kept in
+        :attr:`exit_code`; None while it runs, or once said."""
         popen = self.popen
         if popen is None or self.exit_code is not None:
-            return
+            return None
         code = popen.poll()
         if code is None or popen.pid in self._killed:
-            return
+            return None
         self.exit_code = code
+        return code
+
+    def check(self) -> None:
+        """The process exited on its own while the run goes on: name it (see the module for the verdicts)."""
+        code = self._exited()
+        if code is None:
+            return
+        popen = self.popen
+        assert popen is not None
         world = self.world
         said = f"{self.name} ({' '.join(self.argv)}, pid {popen.pid}) exited with code {code}"
         tail = self._output_tail(len(self.popens))

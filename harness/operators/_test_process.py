@@ -238,13 +238,9 @@ class TestProcess(ExternalOperator):
 
     def check(self) -> None:
         """The command exited: its code is the verdict (see the module)."""
-        popen = self.popen
-        if popen is None or self.exit_code is not None:
+        code = self._exited()
+        if code is None:
             return
-        code = popen.poll()
-        if code is None or popen.pid in self._killed:
-            return
-        self.exit_code = code
         self.exited.set()
         world = self.world
         output = self._read(len(self.popens)) if self._dir is not None else ""

@@ -623,6 +623,7 @@ class _Dispatch(_RunState):
         fired = bool(self._chooser.fault(point))
         self._choices.append(1 if fired else 0)
         if fired:
+            self._faults_injected[kind] = self._faults_injected.get(kind, 0) + 1
             self._step += 1
             self._records.append((self._step, self.now, point.actor, label, key, None, 1, 2, "fault", None))
         return fired

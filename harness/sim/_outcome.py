@@ -97,6 +97,8 @@ class RunOutcome:
     max_window: float = 0.0
     #: real seconds the scheduler waited for programs outside the world (``ExternalOperator``); 0: none ran
     outside_seconds: float = 0.0
+    #: faults the run injected (kind -> count): a search's line says how many its runs met, not only which it asked
+    faults_injected: dict[str, int] = field(default_factory=dict)
 
     @property
     def deviations(self) -> int:

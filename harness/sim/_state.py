@@ -48,6 +48,7 @@ class _RunState:
     _occurrences: dict[tuple[str, str, str | None], int]
     _choices: list[int]
     _fault_points: dict[str, int]
+    _faults_injected: dict[str, int]
     fault_kinds: frozenset[str] | None
     _wait_target: int
     _current_timer: TimerHandle | None

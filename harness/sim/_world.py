@@ -144,6 +144,7 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
         self._occurrences: dict[tuple[str, str, str | None], int] = {}
         self._choices: list[int] = []
         self._fault_points: dict[str, int] = {}
+        self._faults_injected: dict[str, int] = {}
         #: fault kinds this run may inject; None = each component's own default (a real-clock run: none)
         self.fault_kinds: frozenset[str] | None = None if clock is None else frozenset()
         self._wait_target = NEVER
@@ -472,4 +473,5 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
             dict(self._fault_points),
             self.max_window,
             self._outside_seconds,
+            dict(self._faults_injected),
         )

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from cli_support import ROOT, assert_one_clean_error, json_lines, run_cli, run_main
 
+from harness._options import FAULT_KINDS
 from harness.cli import main
 
 
@@ -316,6 +317,12 @@ def test_hunt_faults_all_is_stated_in_the_outcome(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     line = json.loads(proc.stdout.splitlines()[0])
     assert "every fault kind" in line["outcome"] and line["found"] is False
+    # what the runs applied is counted, kind by kind, not only what was asked for
+    injected = re.search(r"every fault kind(?: \(no point [^)]*\))?, (\d+) injected: ([a-z_]+ \d+(?:, [a-z_]+ \d+)*);",
+                         line["outcome"])
+    assert injected is not None, line["outcome"]
+    kinds = dict(k.split() for k in injected.group(2).split(", "))
+    assert set(kinds) <= set(FAULT_KINDS) and sum(map(int, kinds.values())) == int(injected.group(1)) > 0, kinds
 
 
 def test_gitignore_only_in_a_created_report_folder(tmp_path: Path) -> None:

@@ -278,3 +278,15 @@ def test_the_core_never_imports_dask_without_cluster(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_cluster_hunts_line_counts_every_shards_injected_faults() -> None:
+    """Each shard counts the faults its own runs injected; the combined line says their sum, not the first
+    shard's."""
+    first = "every fault kind, 3 injected: crash 3; postponements within windows of up to 2 s"
+    done = [{"faults_injected": {"crash": 3}}, {"faults_injected": {"crash": 2, "watch_drop": 1}}, {}]
+    assert _cluster._summed_space(first, done) == ("every fault kind, 6 injected: crash 5, watch_drop 1; "
+                                                   "postponements within windows of up to 2 s")
+    assert _cluster._summed_space("faults crash, 0 injected; no time windows", [{"faults_injected": {}}] * 2) == \
+        "faults crash, 0 injected; no time windows"
+    assert _cluster._summed_space("no faults; no time windows", done) == "no faults; no time windows"

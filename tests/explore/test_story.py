@@ -351,7 +351,7 @@ def test_reads_from_is_the_last_write_of_the_version_read(
     """The story's reads-from, a binary search since a runaway's 200,000 steps made the walk take minutes, is the
     walk's answer: the last write of the version read before the read, else the last write before it; never the
     reading step's own."""
-    from harness.explore._story import _read_from, _writers
+    from harness.explore._slice import _read_from, _writers
 
     fps: dict[int, tuple[Access, ...]] = {}
     for s, _i, v in sorted(writes, key=lambda w: (w[0], w[1])):

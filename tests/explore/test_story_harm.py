@@ -11,7 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 import harness as h
-from harness.kube import APIServer, KubeObject
+from harness.kube import (
+    CONTROLLER_REVISION_HASH_LABEL,
+    APIServer,
+    Controller,
+    Informer,
+    KubeObject,
+    UpdateExpectations,
+)
 
 CHAIN = 18
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"  # (names a story cannot fold as one repeated line)
@@ -86,3 +93,73 @@ def test_story_keeps_the_read_a_later_write_adopted() -> None:
     text = str(cx.story())
     # the controller's first GET of cfg (whose uid the result carries) is a line of the story
     assert "controller: get ConfigMap default/cfg" in text, text
+
+
+@h.scenario
+async def leaked_update_expectation(world: h.World, *, fixed: bool = False) -> None:
+    """A kruise workload controller's rolling update held on ``UpdateExpectations`` (kruise#1293, as a newcomer models
+    it): the sync updates each Pod to the new revision and, after the update returns, records ``ExpectUpdated``; the
+    Pod handler calls ``ObserveUpdated``. When the MODIFIED event of ``web-0`` is delivered before the response of its
+    update, the observation finds nothing expected, and the expectation recorded after it is never observed: the
+    StatefulSet waits for ``web-0`` until kruise's expectation timeout. The fix records the expectation before the
+    update is sent (as kruise's workload controllers do)."""
+    api = APIServer(world, namespaces=("default",))
+    updates = UpdateExpectations(world)
+    sets = Informer(world, api, "StatefulSet")
+    pods = Informer(world, api, "Pod")
+    key = "default/web"
+
+    async def sync(item: str) -> None:
+        namespace, name = item.split("/")
+        sts = sets.lister.try_get(namespace, name)
+        if sts is None:
+            return
+        revision = sts.spec["revision"]
+        if not updates.satisfied_expectations(item, revision)[0]:
+            return
+        for pod in pods.lister.list(namespace):
+            if pod.labels.get(CONTROLLER_REVISION_HASH_LABEL) == revision:
+                continue
+            new = pod.deepcopy()
+            new.labels[CONTROLLER_REVISION_HASH_LABEL] = revision
+            if fixed:
+                updates.expect_updated(item, revision, new)
+            updated = await api.update(new)
+            if not fixed:
+                updates.expect_updated(item, revision, updated)
+
+    controller = Controller(world, "statefulset-controller", sync)
+    sets.add_event_handler(lambda s: controller.enqueue(s.key), lambda _o, s: controller.enqueue(s.key))
+
+    def observed(_old: KubeObject, pod: KubeObject) -> None:
+        updates.observe_updated(key, pod.labels.get(CONTROLLER_REVISION_HASH_LABEL, ""), pod)
+        controller.enqueue(key)
+
+    pods.add_event_handler(None, observed)
+    for i in range(3):
+        await api.create(KubeObject("Pod", "default", f"web-{i}", labels={CONTROLLER_REVISION_HASH_LABEL: "r1"}))
+    sets.start()
+    pods.start()
+    controller.start()
+    await sets.wait_for_cache_sync()
+    await pods.wait_for_cache_sync()
+    await api.create(KubeObject("StatefulSet", "default", "web", spec={"revision": "r2"}))
+    world.eventually(lambda: updates.get_expectations(key) is None, within=5.0,
+                     name="update expectations for default/web satisfied within 5 s")
+
+
+def test_story_keeps_a_write_recorded_through_expectations() -> None:
+    """The oracle reads the expectation store, not the Pod: the story still shows the controller's update of web-0
+    (the write that expectation records) and the record itself, after the event that could have observed it."""
+    result = h.explore(leaked_update_expectation, strategy="random", budget=300, seed=0, fixed=False)
+    assert result.counterexample is not None, result.outcome
+    fixed = h.explore(leaked_update_expectation, strategy="random", budget=50, seed=0, fixed=True)
+    assert not fixed.found, fixed.outcome
+    story = result.counterexample.story()
+    text = str(story)
+    update = next((x for x in story.lines if x.split("  ", 2)[-1].startswith(
+        "statefulset-controller/worker-1: update Pod default/web-0: wrote Pod default/web-0 updated rv=")), None)
+    assert update is not None, text
+    record = next((x for x in story.lines if "expects Pod default/web-0 updated to revision r2" in x), None)
+    assert record is not None and story.lines.index(update) < story.lines.index(record), text
+    assert story.harm is not None and "'response update Pod default/web-0'" in story.harm, story.harm

@@ -58,6 +58,26 @@ def test_uids_and_resource_versions_are_deterministic_and_global() -> None:
     assert check(body)["ids"] == [("uid-0006", 6), ("uid-0007", 7), ("uid-0006", 8)]  # after the 5 namespaces
 
 
+def test_an_event_named_by_the_clients_clock_is_a_step_without_the_clock() -> None:
+    """client-go names an Event ``<regarded name>.<%x of its clock's UnixNano>`` (or a UUID): a process on the real
+    clock names it anew in every run, so the step's label and key say ``<clock>`` (``<uuid>``) and its runs replay;
+    the object keeps its name, and any other name is a step's as it is."""
+    names = ["app.18ec2642af0f8b5a", "0f8b5a12-1234-4678-9abc-def012345678", "app.v1", "my.app.18ec2642af0f8b5a"]
+
+    async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
+        box["objects"] = [(await api.create(KubeObject("Event", "ns", n))).name for n in names]
+        await api.create(KubeObject("Secret", "ns", "app.18ec2642af0f8b5a"))
+
+    scenario, box = scenario_of(body)
+    out = clean(run(scenario))
+    assert box["objects"] == names
+    assert [(r.label, r.key) for r in out.trace if r.label.startswith("create ")] == [
+        ("create Event ns/app.<clock>", "Event ns/app.<clock>"), ("create Event ns/<uuid>", "Event ns/<uuid>"),
+        ("create Event ns/app.v1", "Event ns/app.v1"), ("create Event ns/my.app.<clock>", "Event ns/my.app.<clock>"),
+        ("create Secret ns/app.18ec2642af0f8b5a", "Secret ns/app.18ec2642af0f8b5a")]
+    assert "response create Event ns/app.<clock>" in [r.label for r in out.trace]
+
+
 def test_create_twice_is_already_exists() -> None:
     async def body(world: World, api: APIServer, box: dict[str, Any]) -> None:
         await api.create(KubeObject("Pod", "ns", "a"))

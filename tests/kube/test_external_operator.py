@@ -235,3 +235,27 @@ def test_kopf_subprocess_example_found_and_fixed_clean() -> None:
     assert sum(": create Secret " in x for x in steps) == 1, steps
     fixed = h.explore(kopf_scenario, strategy="random", budget=2, seed=KOPF_SEED, fixed=True)
     assert fixed.verdict == "none-found" and fixed.runs == 2, fixed.outcome
+
+
+def test_output_lines_carry_their_loggers_level_without_their_time() -> None:
+    """A process's output line becomes a note with the level its logger gave it, read from the logger's own field
+    (zap's console and JSON encoders, as controller-runtime's ``zap.New`` writes them; klog's header), not from a
+    word that happens to be in it, and without its time or thread id: a note is the same in every run."""
+    from harness.operators._external import _spoken
+
+    assert _spoken('2026-11-28T07:53:39Z\tINFO\tcreated secret\t{"secret": "app-x", "error": "none"}') == (
+        "INFO", 'INFO created secret  {"secret": "app-x", "error": "none"}')
+    assert _spoken("2026-11-28T07:53:39.123+0100\tERROR\tsetup\tunable to start") == ("ERROR", "ERROR setup  unable "
+                                                                                          "to start")
+    assert _spoken("1.7327e+09\tWARN\tno such level here") == ("WARNING", "WARN no such level here")
+    assert _spoken('{"level":"error","ts":1732779219.5,"logger":"setup","msg":"boom","error":"x"}') == (
+        "ERROR", 'ERROR setup boom {"error": "x"}')
+    assert _spoken('{"level":"debug","time":"2026-11-28T07:53:39Z","msg":"secret present"}') == (
+        "DEBUG", "DEBUG secret present")
+    assert _spoken("E1128 03:55:26.123456   12345 reflector.go:12] failed to list") == (
+        "ERROR", "E reflector.go:12] failed to list")
+    assert _spoken("I1128 03:55:26.123456       1 leaderelection.go:1] acquired lease") == (
+        "INFO", "I leaderelection.go:1] acquired lease")
+    assert _spoken("W1128 something") == ("WARNING", "W1128 something")
+    assert _spoken("Traceback (most recent call last):") == ("ERROR", "Traceback (most recent call last):")
+    assert _spoken("reconciled app") == ("INFO", "reconciled app")

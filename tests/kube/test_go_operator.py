@@ -167,6 +167,31 @@ def test_go_operator_found_proved_and_replayed(found: Any) -> None:
         assert again.violation is not None and "duplicate Secrets for app" in again.violation.message
 
 
+def test_go_operator_story_has_its_own_log_lines(found: Any) -> None:
+    """The counterexample is told again with notes (its Event, named by the manager's clock, does not make the
+    run diverge: its step says ``app.<clock>``), and the reconciler's own zap line is a note of the step that was
+    answering it: ``created secret`` naming the first Secret, at the response to its create, at the level zap gave
+    it and without its time or its reconcile's random id; the story shows it (the second create is the violation:
+    the run ends before its reconcile logs)."""
+    cx = found.counterexample
+    assert cx is not None
+    told = cx.told()
+    assert told.noted, "the run could not be told again"
+    logs = [n for n in told.notes if n.kind == "log" and n.field("output")]
+    created = [n for n in logs if "created secret" in n.text]
+    first = re.findall(r"'([^']+)'", cx.violation.message)[0]
+    assert [n.field("level") for n in created] == ["INFO"], [n.text for n in logs]
+    assert created[0].text.startswith("go-operator: INFO created secret  {") and f'"secret": "{first}"' in \
+        created[0].text, created[0].text
+    assert not re.search(r"\d{4}-\d\d-\d\dT", created[0].text)  # (its time left out: a note is every run's)
+    assert '"reconcileID": "<uuid>"' in created[0].text  # (and the random id controller-runtime gives a reconcile)
+    steps = {r.step: r for r in told}
+    assert steps[created[0].step].label == f"response create Secret default/{first}", steps[created[0].step]
+    assert any("Event default/app.<clock>" in r.label for r in told)
+    story = str(cx.story())
+    assert 'go-operator: INFO created secret  {"controller": "secret"' in story, story
+
+
 def test_go_operator_fixed_clean(found: Any) -> None:
     """The fix (a deterministic name, AlreadyExists read as done) stays clean under the very plan that broke the
     buggy manager and under a random search of its own."""
@@ -180,3 +205,87 @@ def test_go_operator_fixed_clean(found: Any) -> None:
     assert again.violation is None, again.violation
     fixed = h.explore(scenario, strategy="random", budget=3, seed=0, prove_minimal=False, fixed=True)
     assert fixed.verdict == "none-found" and fixed.runs == 3, fixed.outcome
+
+
+# ------------------------------------------------------------------------------------------- restarted
+def test_go_operator_restart_relists() -> None:
+    """A crash fault before the manager's create of the Secret kills its process (SIGKILL: its caches and its work
+    queue are lost, the Secret never made); the manager started again after the restart window discovers the API
+    and lists both kinds again from the served API (client-go's WatchList: a watch with its initial events, the
+    second incarnation's requests ``#2``), finds the ConfigMap, and converges: one Secret, owned by it, made by the
+    second process only."""
+    from examples.go_operator import scenario
+    from harness.sim import run_once
+    from harness.sim._choice import Option, _Canonical
+
+    class CrashBeforeCreate(_Canonical):
+        """The canonical run, except a crash fault at the first crash point before a create of a Secret."""
+
+        crashed = False
+
+        def fault(self, point: Option) -> bool:
+            if not self.crashed and point.kind == "crash" and "create Secret" in point.label:
+                self.crashed = True
+                return True
+            return False
+
+    go_manager()
+    chooser = CrashBeforeCreate()
+    state: dict[str, Any] = {}
+    out = run_once(scenario, chooser, params={"fixed": False, "crash_faults": True}, notes=True,
+                   observer=lambda world, _record: state.update(world.state))
+    assert chooser.crashed and out.violation is None, out.violation
+    order = [f"{r.actor}: {r.label}" for r in out.trace]
+    crashed = order.index("go-operator/POST /api/v1/namespaces/default/secrets: go-operator crashes before create "
+                          "Secret default/app-cdn6r")
+    restarted = order.index("go-operator: restart go-operator")
+    assert crashed < restarted, order
+    for kind, path in (("ConfigMap", "configmaps"), ("Secret", "secrets")):  # listed once by each incarnation
+        listed = [i for i, line in enumerate(order) if line.startswith(f"go-operator/GET /api/v1/{path}") and
+                  line.endswith(f"watch {kind} * with its initial events (WatchList)")]
+        assert len(listed) == 2 and listed[0] < crashed < restarted < listed[1], (kind, order)
+        assert order[listed[1]].startswith(f"go-operator/GET /api/v1/{path}#2: "), order[listed[1]]
+    assert [line for line in order[restarted:] if "deliver ADDED default/app " in line] == [
+        "go-operator/watch/ConfigMap: go-operator/watch/ConfigMap deliver ADDED default/app rv=5"]  # the relist's
+    created = [n.text for n in out.trace.notes if n.kind == "write" and n.text.startswith("Secret ")]
+    assert created == ["Secret default/app-dg2zb created, committed rv=6"], created  # by the second process only
+    op = state["operator"]
+    secrets = [s for s in op.api.peek_all("Secret") if s.labels.get("app.example/owner") == "app"]
+    assert [(s.name, [o.name for o in s.owner_references]) for s in secrets] == [("app-dg2zb", ["app"])]
+    assert (op.crashes, op.restarts, len(op.popens)) == (1, 1, 2)
+    assert op.popens[0].returncode == -9 and all(p.poll() is not None for p in op.popens)
+    assert [n.field("level") for n in out.trace.notes if n.kind == "log" and n.field("output") and
+            "ERROR" in n.text] == []  # (neither process logged an error: a crash is no error of the second's)
+
+
+# ------------------------------------------------------------------------------------------- quiescence
+def _api_order(out: Any) -> list[str]:
+    return [f"{r.actor}: {r.label}" for r in out.trace]
+
+
+def test_go_quiescence_reproduces_api_order() -> None:
+    """The canonical run, four times, each a fresh manager process: the same API order step for step (the waits
+    for its quiescence put each of its requests where its reaction to the last step is, not where its goroutines
+    and the machine put it), and most of each run's wall time is that waiting."""
+    from examples.go_operator import scenario
+    from harness.sim import run_once
+    from harness.sim._choice import _Canonical
+
+    go_manager()
+    orders, walls, waits = [], [], []
+    for _ in range(4):
+        started = time.perf_counter()
+        out = run_once(scenario, _Canonical(), params={"fixed": False})
+        walls.append(time.perf_counter() - started)
+        waits.append(out.outside_seconds)
+        assert out.violation is None, out.violation
+        orders.append(_api_order(out))
+    assert all(order == orders[0] for order in orders[1:]), [
+        next((i, a, b) for i, (a, b) in enumerate(zip(orders[0], order, strict=False)) if a != b) for order in orders
+        if order != orders[0]]
+    # the manager's reaction to its ConfigMap is in the order before the user's next step: its Secret, its Event
+    order = orders[0]
+    assert order.index("go-operator/POST /api/v1/namespaces/default/secrets: create Secret default/app-cdn6r") < \
+        order.index("go-operator/POST /apis/events.k8s.io/v1/namespaces/default/events: create Event "
+                    "default/app.<clock>") < order.index("main: update ConfigMap default/app"), order
+    assert sum(waits) > 0.5 * sum(walls), (walls, waits)  # (measured: 95-99 % of a run waits for the process)

@@ -16,8 +16,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ...sim import EPOCH
 from .._apiserver import APIServer
-from .._errors import ApiError, Invalid, NotFound
-from .._objects import KubeObject
+from .._errors import ApiError, Conflict, Invalid, NotFound
+from .._objects import KubeObject, copy_json
 from ._apply import apply, parse_apply, track_update
 from ._codec import (
     APPLY_PATCH,
@@ -54,6 +54,8 @@ from ._selectors import _fields_match, parse_field_selector, parse_label_selecto
 from ._status import BadRequest, MethodNotSupported, NotAcceptable, UnsupportedMediaType, status_body
 from ._table import as_table, wants_table
 from ._watch import WatchOptions, _Watch
+from ._webhooks import GROUP as ADMISSION_GROUP
+from ._webhooks import MUTATING, VALIDATING, Attributes, admit, configured, default_configuration, validate_configuration
 
 if TYPE_CHECKING:
     from harness.sim import World
@@ -63,6 +65,13 @@ if TYPE_CHECKING:
 #: (``apiextensions-apiserver/pkg/registry/customresource/etcd.go``) set it too.
 RETURNS_DELETED_OBJECT = frozenset({"Pod", "Service", "Namespace", "PersistentVolume", "PersistentVolumeClaim",
                                     "ServiceAccount"})
+#: ``handlers/patch.go`` ``maxRetryWhenPatchConflicts``: how often a patch is computed and admitted again when the
+#: object changed while its webhooks were called, before the answer is a 409
+MAX_PATCH_RETRIES = 5
+
+
+class _Changed(Exception):
+    """The object changed between its admission and the commit: admit the write again (``GuaranteedUpdate``)."""
 
 # ------------------------------------------------------------------------------------------- replies
 @dataclass
@@ -99,6 +108,8 @@ class APIHandler:
         #: requests by client name: an operator that made none in a run never reached the API, and its run is no
         #: result (``harness.operators._operator``)
         self.requests: Counter[str] = Counter()
+        #: admission webhook calls so far (each review's uid counts them: ``_webhooks.py``)
+        self.admission_calls = 0
 
     # ----------------------------------------------------------------- resources
     def resources(self) -> list[Resource]:
@@ -329,6 +340,8 @@ class APIHandler:
             raise BadRequest("the namespace of the object is not set and the request names none")
         validate_name(res, obj.name, generate)  # ValidateObjectMeta's name checks (_names.py)
         obj.uid, obj.resource_version = "", 0  # server-owned: a create ignores what the client sent
+        if configured(self.api):
+            obj = await self._admitted("CREATE", res, p, obj, None, self._options("CreateOptions", p))
         if res.kind == CRD_KIND:
             _accept_crd(obj)
         if p.dry:
@@ -345,6 +358,8 @@ class APIHandler:
         self._manage(res, p, None if live is None else self.codec.encode(live, res), doc, obj)
         if obj.name != p.name:
             raise BadRequest(f"the name of the object ({obj.name}) does not match the name on the URL ({p.name})")
+        if configured(self.api) and live is not None:
+            obj = await self._admitted("UPDATE", res, p, obj, live, self._options("UpdateOptions", p))
         if p.dry:
             status_only = p.subresource == "status"
             out = DryRun(self.api).rewrite("update_status" if status_only else "update", res.kind, ns, p.name,
@@ -383,6 +398,10 @@ class APIHandler:
             return new
 
         verb = "patch_status" if status_only else "patch"
+        if configured(self.api):
+            admitted = await self._rewrite_admitted(verb, res, p, ns, build, self._options("PatchOptions", p))
+            if admitted is not None:
+                return admitted
         if p.dry:
             out = DryRun(self.api).rewrite(verb, res.kind, ns, p.name, build, status_only=status_only,
                                            keep_status=res.status)
@@ -429,12 +448,19 @@ class APIHandler:
         if self.api.peek(res.kind, ns, p.name) is None and not status_only:  # apply creates (createOnApply)
             obj = build(None)
             obj.uid, obj.resource_version = "", 0
+            if configured(self.api):  # an apply that creates is admitted as a create (``createOnApply``)
+                obj = await self._admitted("CREATE", res, p, obj, None, self._options("CreateOptions", p))
             if p.dry:
                 doc = self.codec.encode(DryRun(self.api).create(obj, ""), res)
                 del doc["metadata"]["resourceVersion"]
                 return Reply(201, doc)
             return Reply(201, self.codec.encode(await self.api.create(obj), res))
         verb = "patch_status" if status_only else "patch"
+        if configured(self.api):
+            options = {**self._options("PatchOptions", p), **({"force": True} if force else {})}
+            admitted = await self._rewrite_admitted(verb, res, p, ns, build, options)
+            if admitted is not None:
+                return admitted
         if p.dry:
             out = DryRun(self.api).rewrite(verb, res.kind, ns, p.name, build, status_only=status_only,
                                            keep_status=res.status)
@@ -488,6 +514,15 @@ class APIHandler:
         dry_run = _dry_run(dry, "DeleteOptions")
         options: dict[str, Any] = {"uid": uid, "resource_version": None if rv is None else int(rv),
                                    "propagation": policy, "grace_period_seconds": grace}
+        live = self.api._store.get(res.kind, {}).get(f"{ns}/{p.name}" if ns else p.name)
+        if configured(self.api) and live is not None:
+            review_options: dict[str, Any] = {
+                "kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1",
+                **{k: copy_json(v) for k, v in doc.items() if k not in ("kind", "apiVersion")}}
+            if dry_run:
+                review_options["dryRun"] = [DRY_RUN_ALL]
+            p.dry = dry_run
+            await self._admitted("DELETE", res, p, None, live, review_options)
         if dry_run:
             out, still_there = DryRun(self.api).delete(res.kind, ns, p.name, **options)
         else:
@@ -505,12 +540,80 @@ class APIHandler:
         return Reply(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                            "details": details})
 
+    # ------------------------------------------------------------------ admission webhooks (_webhooks.py)
+    def _options(self, kind: str, p: _Path) -> dict[str, Any]:
+        """The request's ``*Options`` as a webhook's review carries them (``request.options``)."""
+        out: dict[str, Any] = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+        if p.dry:
+            out["dryRun"] = [DRY_RUN_ALL]
+        if p.query.get("fieldManager"):
+            out["fieldManager"] = p.query["fieldManager"]
+        return out
+
+    def _count_admission(self) -> int:
+        self.admission_calls += 1
+        return self.admission_calls
+
+    async def _admitted(self, operation: str, res: Resource, p: _Path, obj: KubeObject | None,
+                        old: KubeObject | None, options: dict[str, Any]) -> KubeObject:
+        """``obj`` as the admission webhooks admit it (patched by the mutating ones), after the NamespaceLifecycle
+        admission (its refusal comes first, as kube-apiserver orders its plugins); raises a webhook's refusal."""
+        some = obj if obj is not None else old
+        assert some is not None
+        ns = some.namespace if res.namespaced else ""
+        DryRun(self.api)._admit(operation.lower(), res.kind, ns, some.name)
+        a = Attributes(operation, res, p.subresource, some.name if res.kind == "Namespace" and not res.group else ns,
+                       some.name, None if obj is None else self.codec.encode(obj, res),
+                       None if old is None else self.codec.encode(old, res), options, p.dry)
+        patched = await admit(self.api, a, self._count_admission)
+        if obj is None or not a.patches:
+            return some
+        new = self.codec.decode(self._conform(res, patched, p), res, ns)
+        new.uid, new.resource_version = obj.uid, obj.resource_version
+        return new
+
+    async def _rewrite_admitted(self, verb: str, res: Resource, p: _Path, ns: str,
+                                build: Callable[[KubeObject], KubeObject], options: dict[str, Any]) -> Reply | None:
+        """A patch or an apply of a stored object with webhooks configured: computed over the stored object,
+        admitted, and committed only while the object is still the one admitted; when it changed meanwhile (an
+        actor wrote it while the webhooks were called) it is computed and admitted again, as ``GuaranteedUpdate``
+        runs the update function again, up to :data:`MAX_PATCH_RETRIES` times. None: the object is not there
+        (the write's own path answers its 404)."""
+        status_only = p.subresource == "status"
+        for _ in range(MAX_PATCH_RETRIES):
+            cur = self.api._store.get(res.kind, {}).get(f"{ns}/{p.name}" if ns else p.name)
+            if cur is None:
+                return None
+            new = await self._admitted("UPDATE", res, p, build(cur.deepcopy()), cur, options)
+            seen = cur.resource_version
+
+            def admitted(now: KubeObject, new: KubeObject = new, seen: int = seen) -> KubeObject:
+                if now.resource_version != seen:
+                    raise _Changed
+                return new.deepcopy()
+
+            try:
+                if p.dry:
+                    out = DryRun(self.api).rewrite(verb, res.kind, ns, p.name, admitted, status_only=status_only,
+                                                   keep_status=res.status)
+                else:
+                    out = await self.api._rewrite(verb, res.kind, ns, p.name, admitted, status_only=status_only,
+                                                  keep_status=res.status)
+            except _Changed:
+                continue
+            return Reply(200, self.codec.encode(out, res))
+        raise Conflict.modified(res.kind, p.name)
+
     def _conform(self, res: Resource, doc: Any, p: _Path) -> Any:
         """A custom resource's body pruned, defaulted and validated by its CRD version's structural schema
         (``_schema.py``; ``fieldValidation=Strict`` makes a pruned field a 400); a built-in's body, or one whose
         CRD version has no schema, as it came (a ConfigMap's or a Secret's data checked for its size first)."""
         if res.builtin or not isinstance(doc, dict):
             check_data_size(res.kind, doc)  # ValidateConfigMap's and ValidateSecret's 1 MiB (_limits.py)
+            if res.group == ADMISSION_GROUP and res.kind in (MUTATING, VALIDATING) and isinstance(doc, dict):
+                doc = copy_json(doc)  # defaulted and validated as admissionregistration/v1's (_webhooks.py)
+                default_configuration(res.kind, doc)
+                validate_configuration(res.kind, doc)
             return doc
         crd = self.api._store.get(CRD_KIND, {}).get(f"{res.plural}.{res.group}")
         schema = version_schema(crd.spec, res.version) if crd is not None else None

@@ -79,6 +79,9 @@ BUILTIN_RESOURCES: tuple[Resource, ...] = (
     *_builtin("rbac.authorization.k8s.io", "v1", "roles Role", "rolebindings RoleBinding",
               "clusterroles ClusterRole cluster", "clusterrolebindings ClusterRoleBinding cluster"),
     *_builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions CustomResourceDefinition cluster status crd,crds"),
+    # the admission webhooks the served API calls (_webhooks.py)
+    *_builtin("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations MutatingWebhookConfiguration cluster",
+              "validatingwebhookconfigurations ValidatingWebhookConfiguration cluster"),
 )
 #: the reviews kube-apiserver answers without storing anything (pkg/registry/authorization/selfsubject*review):
 #: this apiserver has no authorization, so everything is allowed, which is what `kubectl auth can-i` asks

@@ -50,7 +50,9 @@ class UnsupportedMediaType(ApiError):
 def status_body(err: ApiError, res: Resource | None = None, name: str = "") -> dict[str, Any]:
     """``metav1.Status`` as ``apimachinery/pkg/api/errors`` builds it: reason, code, message and details."""
     out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                           "message": err.message, "reason": err.reason}
+                           "message": err.message}
+    if err.reason:  # (``reason`` is omitempty: a webhook's refusal may give none)
+        out["reason"] = err.reason
     given: dict[str, Any] | None = getattr(err, "details", None)  # an error that knows its details (FieldInvalid)
     if getattr(err, "bare", False):  # one upstream answers without details (a 413; a query's 400, _limits.py)
         pass

@@ -1,0 +1,52 @@
+"""examples/pytest_suite: the secret operator's own pytest suite, hunted as it is with ``hunt-test``.
+
+The suite starts the operator (``examples/external/secret_operator.py``) from a fixture and checks one Secret per
+labelled ConfigMap through an update. Live it passes nearly every time; under the search, an order where the
+operator's Secret watch lags its ConfigMap watch makes it create a second Secret, and the suite fails. The fixed
+operator (``SECRET_OPERATOR_ARGS=--fixed``: it asks the apiserver before it creates) passes every run.
+A run costs seconds (pytest's start, two processes' imports, the test's own 0.5 s ``consistently``), so the
+budgets here are small: the find must come from the search (PCT's turn of the portfolio), the shrink and the
+proof are cut short and say so.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("kubernetes")
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "examples/pytest_suite"]
+
+
+def _hunt(tmp_path: Path, *options: str) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
+    done = subprocess.run([sys.executable, "-m", "harness", "hunt-test", "--json", "--report-dir",
+                           str(tmp_path / "r"), "--cwd", str(ROOT), *options, "--", *SUITE],
+                          capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert lines, done.stdout + done.stderr
+    return done, lines[-1]
+
+
+def test_pytest_suite_flake_found(tmp_path: Path) -> None:
+    done, line = _hunt(tmp_path, "--budget", "12", "--shrink-budget", "4", "--proof-budget", "1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert line["found"] is True and line["verdict"] == "found", line
+    assert "fails without any deviation" not in str(line["outcome"])
+    assert "test_secret_operator.py::test_one_secret_per_configmap failed" in str(line["outcome"]), line["outcome"]
+    trace = Path(str(line["trace"]))
+    replay = subprocess.run([sys.executable, "-m", "harness", "replay", str(trace), "--runs", "2"],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    said = replay.stdout + replay.stderr
+    assert "reproduced" in said and "reproduced 0 of 2" not in said, said
+
+
+def test_pytest_suite_fixed_passes_every_run(tmp_path: Path) -> None:
+    done, line = _hunt(tmp_path, "--budget", "6", "--env", "SECRET_OPERATOR_ARGS=--fixed")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert line["found"] is False and line["runs"] == 6, line
