@@ -54,11 +54,11 @@ def test_protobuf_body_is_415() -> None:
     """A body the server does not read is ``negotiation.NewUnsupportedMediaTypeError``
     (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/negotiation/errors.go), raised by
     ``negotiation.NegotiateInputSerializer`` in ``handlers/create.go``/``update.go``/``delete.go``: 415 with reason
-    ``UnsupportedMediaType``. Protobuf is read for the kinds kubectl sends it for (``_protobuf.py``,
-    tests/kube/test_served_protobuf.py); a protobuf body of another kind (a Pod; DeleteOptions) is a 415 that names
-    it, as is a media type neither JSON nor protobuf (CBOR, which kube-apiserver 1.32 serves only behind a feature
-    gate: client-go then retries in JSON, ``rest/client.go`` ``requestClientContentConfigProvider``); a JSON body
-    without a Content-Type is still read."""
+    ``UnsupportedMediaType``. Protobuf is read for the built-in kinds Go clients send it for (``_protobuf.py``,
+    tests/kube/test_served_protobuf.py); a protobuf body of another kind (a CustomResourceDefinition, which
+    client-go's scheme leaves to JSON) is a 415 that names it, as is a media type neither JSON nor protobuf (CBOR,
+    which kube-apiserver 1.32 serves only behind a feature gate: client-go then retries in JSON, ``rest/client.go``
+    ``requestClientContentConfigProvider``); a JSON body without a Content-Type is still read."""
     got: dict[str, httpx.Response] = {}
     proto = {"Content-Type": "application/vnd.kubernetes.protobuf"}
 
@@ -68,21 +68,18 @@ def test_protobuf_body_is_415() -> None:
 
     async def scenario(world: h.World) -> None:
         api = APIServer(world)
-        await api.create(KubeObject("ConfigMap", NS, "x"))
-        await api.create(KubeObject("Pod", NS, "p"))
         async with raw(api) as c:
-            pods = "/api/v1/namespaces/default/pods"
-            got["create"] = await c.post(pods, content=envelope("v1", "Pod"), headers=proto)
-            got["update"] = await c.put(f"{pods}/p", content=envelope("v1", "Pod"), headers=proto)
-            got["delete"] = await c.request("DELETE", f"{CMS}/x", content=envelope("v1", "DeleteOptions"),
-                                            headers=proto)
+            crds, crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "apiextensions.k8s.io/v1"
+            got["create"] = await c.post(crds, content=envelope(crd, "CustomResourceDefinition"), headers=proto)
+            got["update"] = await c.put(f"{crds}/w.example", content=envelope(crd, "CustomResourceDefinition"),
+                                        headers=proto)
             got["cbor"] = await c.post(CMS, content=b"\xd9\xd9\xf7\xa0", headers={"Content-Type": "application/cbor"})
             got["json"] = await c.post(CMS, content=b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"y"}}')
-        assert api.peek("ConfigMap", NS, "x") is not None and api.peek("ConfigMap", NS, "y") is not None
+        assert api.peek("ConfigMap", NS, "y") is not None
 
     clean(run(scenario))
-    for what, named in (("create", "Pod (v1)"), ("update", "Pod (v1)"), ("delete", "DeleteOptions (v1)"),
-                        ("cbor", "application/json")):
+    crd = "CustomResourceDefinition (apiextensions.k8s.io/v1)"
+    for what, named in (("create", crd), ("update", crd), ("cbor", "application/json")):
         body = got[what].json()
         assert got[what].status_code == 415, (what, body)
         assert (body["kind"], body["status"], body["reason"], body["code"]) == (

@@ -166,6 +166,64 @@ def test_protobuf_service_account_and_rbac_decode_to_their_json() -> None:
             "roleRef": {"apiGroup": "", "kind": "ClusterRole", "name": "view"}}
 
 
+def quantity(number: int, value: str) -> bytes:
+    """``resource.Quantity`` as field ``number``: apimachinery ``pkg/api/resource/generated.proto``
+    ``message Quantity { optional string string = 1; }``."""
+    return ld(number, ld(1, value))
+
+
+def int_or_string(number: int, value: int | str) -> bytes:
+    """``intstr.IntOrString`` as field ``number``: apimachinery ``pkg/util/intstr/generated.proto`` (type=1, intVal=2,
+    strVal=3), written whole as gogo writes it (type 1 is String)."""
+    if isinstance(value, str):
+        return ld(number, num(1, 1) + num(2, 0) + ld(3, value))
+    return ld(number, num(1, 0) + num(2, value) + ld(3, ""))
+
+
+def test_protobuf_pod_decodes_nested_types_to_their_json() -> None:
+    """A Pod reaches the types with a message and a JSON form of their own, and the embedded structs JSON
+    flattens. k8s.io/api ``core/v1/generated.proto``: Pod spec=2; PodSpec volumes=1, containers=2,
+    securityContext=14 {supplementalGroups=4, repeated int64}, tolerations=22, overhead=32 (map of Quantity);
+    Container name=1, image=2, ports=6 {name=1, hostPort=2, containerPort=3, protocol=4}, resources=8 {limits=1,
+    requests=2}, livenessProbe=10, readinessProbe=11; Probe handler=1 (``ProbeHandler``, embedded with no JSON
+    name, so its fields are the Probe's), initialDelaySeconds=2; ProbeHandler httpGet=2 {path=1, port=2},
+    tcpSocket=3 {port=1}; Volume name=1, volumeSource=2 (embedded likewise) {emptyDir=2 {medium=1, sizeLimit=2}};
+    Toleration key=1, operator=2, effect=4, tolerationSeconds=5 (``*int64``: 0 stays). IntOrString reads as the
+    string or the int by its type; Quantity as its string, kept where Go keeps a struct; a repeated int64 reads
+    both unpacked and packed (gogo's ``Unmarshal`` takes either); zero values of ``omitempty`` fields
+    (ContainerPort name and hostPort, EmptyDir medium) are dropped as Go's encoder drops them."""
+    port = ld(6, ld(1, "") + num(2, 0) + num(3, 8080) + ld(4, "TCP"))
+    resources = ld(8, entry(1, "cpu", ld(1, "500m")) + entry(1, "memory", ld(1, "64Mi"))
+                   + entry(2, "cpu", ld(1, "250m")))
+    liveness = ld(10, ld(1, ld(2, ld(1, "/healthz") + int_or_string(2, "http"))) + num(2, 3))
+    readiness = ld(11, ld(1, ld(3, int_or_string(1, 8080))))
+    container = ld(2, ld(1, "web") + ld(2, "nginx") + port + resources + liveness + readiness)
+    volume = ld(1, ld(1, "cache") + ld(2, ld(2, ld(1, "") + quantity(2, "1Gi"))))
+    groups = num(4, 1000) + ld(4, varint(2000) + varint(3000))
+    toleration = ld(22, ld(1, "node.kubernetes.io/not-ready") + ld(2, "Exists") + ld(4, "NoExecute") + num(5, 0))
+    spec = volume + container + ld(14, groups) + toleration + ld(32, ld(1, "cpu") + ld(2, ld(1, "100m")))
+    pod = envelope("v1", "Pod", meta(ld(1, "web-0"), ld(3, "default")) + ld(2, spec) + ld(3, b""))
+    assert decode_protobuf(pod, "v1", "Pod") == {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0", "namespace": "default"},
+        "spec": {
+            "volumes": [{"name": "cache", "emptyDir": {"sizeLimit": "1Gi"}}],
+            "containers": [{
+                "name": "web", "image": "nginx", "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                "resources": {"limits": {"cpu": "500m", "memory": "64Mi"}, "requests": {"cpu": "250m"}},
+                "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "initialDelaySeconds": 3},
+                "readinessProbe": {"tcpSocket": {"port": 8080}}}],
+            "securityContext": {"supplementalGroups": [1000, 2000, 3000]},
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                             "tolerationSeconds": 0}],
+            "overhead": {"cpu": "100m"}},
+        "status": {}}
+
+    # ServicePort targetPort=4: an IntOrString value with omitempty, which Go's encoder never drops (a struct)
+    svc = envelope("v1", "Service", meta(ld(1, "web")) + ld(2, ld(1, ld(1, "") + ld(2, "TCP") + num(3, 80)
+                                                                     + int_or_string(4, 0) + num(5, 0))))
+    assert decode_protobuf(svc, "v1", "Service")["spec"] == {"ports": [{"protocol": "TCP", "port": 80, "targetPort": 0}]}
+
+
 def test_protobuf_envelope_without_type_takes_the_urls() -> None:
     """``Serializer.Decode`` fills an envelope's missing apiVersion and kind from what the handler decodes into
     (``copyKindDefaults``); a negative int64 arrives as ten bytes and reads back negative."""
@@ -189,8 +247,9 @@ def test_protobuf_message_sent_twice_merges() -> None:
     (envelope("v1", "ConfigMap", meta(ld(1, "x"), ld(15, "old-cluster"))), "field 15 of ObjectMeta (ConfigMap.metadata)"),
     (envelope("authorization.k8s.io/v1", "SelfSubjectAccessReview", ld(2, ld(1, ld(10, "?")))),
      "field 10 of ResourceAttributes (SelfSubjectAccessReview.spec.resourceAttributes)"),
-    (envelope("apps/v1", "Deployment", meta(ld(1, "web"))), "protobuf of Deployment (apps/v1)"),
-    (envelope("v1", "Pod", meta(ld(1, "p"))), "protobuf of Pod (v1)"),
+    (envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", meta(ld(1, "w.example"))),
+     "protobuf of CustomResourceDefinition (apiextensions.k8s.io/v1)"),
+    (envelope("networking.k8s.io/v1", "Ingress", meta(ld(1, "web"))), "protobuf of Ingress (networking.k8s.io/v1)"),
 ])
 def test_protobuf_field_or_kind_not_read_is_415(body: bytes, names: str) -> None:
     """A field number no table names, or a kind with none, is refused with a 415 that names it, never read into a
@@ -249,13 +308,15 @@ def test_protobuf_bodies_through_the_handler() -> None:
             got["review"] = await c.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", headers=PROTO,
                                          content=envelope("authorization.k8s.io/v1", "SelfSubjectAccessReview", ld(
                                              2, ld(1, ld(1, "default") + ld(2, "get") + ld(5, "pods")))))
-            got["pod"] = await c.post("/api/v1/namespaces/default/pods", headers=PROTO,
-                                      content=envelope("v1", "Pod", meta(ld(1, "p"))))
+            got["crd"] = await c.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", headers=PROTO,
+                                      content=envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                                                       meta(ld(1, "w.example"))))
             got["truncated"] = await c.post(cms, headers=PROTO, content=GOOD[:-3])
             got["wrong kind"] = await c.post(cms, headers=PROTO,
                                              content=envelope("v1", "Secret", meta(ld(1, "s2"))))
         for kind, ns, name in (("Namespace", "", "team-a"), ("ConfigMap", "default", "cfg"),
-                               ("Secret", "default", "s"), ("Pod", "default", "p"), ("ConfigMap", "default", "s2")):
+                               ("Secret", "default", "s"), ("CustomResourceDefinition", "", "w.example"),
+                               ("ConfigMap", "default", "s2")):
             obj = api.peek(kind, ns, name)
             stored[name] = None if obj is None else obj.extra.get("data")
 
@@ -264,13 +325,14 @@ def test_protobuf_bodies_through_the_handler() -> None:
     for k in ("ns", "cm", "put", "secret", "review"):
         assert got[k].headers["content-type"].startswith("application/json"), got[k].headers
     assert got["put"].json()["data"] == {"a": "changed"}
-    assert stored == {"team-a": None, "cfg": {"a": "changed"}, "s": {"k": "dg=="}, "p": None, "s2": None}
+    assert stored == {"team-a": None, "cfg": {"a": "changed"}, "s": {"k": "dg=="}, "w.example": None,
+                      "s2": None}
     review = got["review"].json()
     assert review["status"]["allowed"] is True
     assert review["spec"] == {"resourceAttributes": {"namespace": "default", "verb": "get", "resource": "pods"}}
-    pod = got["pod"].json()
-    assert (got["pod"].status_code, pod["reason"]) == (415, "UnsupportedMediaType")
-    assert "protobuf of Pod (v1)" in pod["message"]
+    crd = got["crd"].json()
+    assert (got["crd"].status_code, crd["reason"]) == (415, "UnsupportedMediaType")
+    assert "protobuf of CustomResourceDefinition (apiextensions.k8s.io/v1)" in crd["message"]
     bad = got["truncated"].json()
     assert (got["truncated"].status_code, bad["reason"]) == (400, "BadRequest")
     assert "truncated" in bad["message"]

@@ -42,7 +42,8 @@ which would give models and HTTP clients two views of one object.
 
 Modules: ``_resources.py`` (what is served, discovery, CRDs, paths),
 ``_selectors.py`` (label and field selectors), ``_codec.py`` (JSON bodies),
-``_protobuf.py`` (the protobuf bodies kubectl sends for a few kinds, read into JSON),
+``_protobuf.py`` (the protobuf bodies Go clients and kubectl send for built-in kinds, read into
+JSON with the field table ``protobuf_fields.json``),
 ``_patches.py`` (the three patch formats), ``_status.py`` (errors as
 ``Status``), ``_handler.py`` (the REST handler every transport calls),
 ``_watch.py`` (watch streams), ``_httpx.py`` (the httpx transport in a world),

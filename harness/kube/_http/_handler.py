@@ -696,11 +696,11 @@ def _json_body(headers: dict[str, str], body: bytes, res: Resource, kind: str) -
     """The body as JSON: as sent, or read from protobuf; any other media type is 415
     (``negotiation.NewUnsupportedMediaTypeError``), not a 400.
 
-    kubectl 1.32 sends protobuf for ``create namespace|configmap|secret|...``
-    and ``auth can-i``, and client-go falls back to JSON after a 415 only for
-    CBOR (``rest/client.go``), so the kinds of ``_protobuf.KINDS`` are read from protobuf;
-    a protobuf body of another kind, or with a field not read, is a 415 that
-    names it. A body without a Content-Type is read as JSON (what clients that
+    client-go's typed clients (and kubectl 1.32's ``create`` and ``auth can-i``)
+    send protobuf for built-in kinds, and client-go falls back to JSON after a
+    415 only for CBOR (``rest/client.go``), so the built-in kinds are read from
+    protobuf (``_protobuf.py``); a protobuf body of another kind, or with a field
+    not read, is a 415 that names it. A body without a Content-Type is read as JSON (what clients that
     set none send). ``kind`` is what the URL takes, for an envelope that names none.
     """
     ctype = headers.get("content-type", "").split(";")[0].strip().lower()

@@ -1,45 +1,53 @@
-"""Protobuf request bodies: the few built-in kinds kubectl sends as protobuf, read into the JSON the handler takes.
+"""Protobuf request bodies: the built-in kinds Go clients and kubectl send as protobuf, read into the JSON the handler takes.
 
-kubectl 1.32's typed commands (``create namespace|configmap|secret|...``,
-``auth can-i``) send ``application/vnd.kubernetes.protobuf``, and client-go
-retries in JSON after a 415 only for CBOR (``rest/client.go``), so a served
-API that answers those with 415 fails the command. kube-apiserver reads every
-kind; this server reads the kinds of :data:`KINDS` (the ones ``kubectl create``
-makes that a cluster's setup needs: namespaces, config, secrets, service
-accounts and RBAC, plus the self-subject reviews) and answers in JSON
-(client-go reads a JSON answer whatever it sent).
+client-go's typed clients send a built-in kind as ``application/vnd.kubernetes.protobuf``
+when their config names no ContentType (``gentype/type.go`` ``PrefersProtobuf``,
+``rest/request.go``), and so do controller-runtime's for the types of client-go's
+scheme (``pkg/client/apiutil/apimachinery.go``) and kubectl's typed commands
+(``create namespace|configmap|secret|...``, ``auth can-i``); client-go retries in
+JSON after a 415 only for CBOR (``rest/client.go``), so a served API that answers
+those with 415 fails the controller. kube-apiserver reads every kind; this server
+reads the kinds of ``protobuf_fields.json`` (every built-in it serves but
+CustomResourceDefinition, which client-go's scheme leaves to JSON; the scale
+subresource's Scale; the self-subject reviews; the DeleteOptions a typed Delete
+sends) and answers in JSON (client-go reads a JSON answer whatever it sent).
 
 The body is apimachinery's envelope (``pkg/runtime/serializer/protobuf/protobuf.go``
 ``Serializer.Decode``): the magic ``k8s\\x00``, then a ``runtime.Unknown``
 (``pkg/runtime/generated.proto``: typeMeta{apiVersion=1, kind=2}=1, raw=2,
-contentEncoding=3, contentType=4) whose ``raw`` is the object's message. Each
-kind read here has a field table (:data:`KINDS`), taken from the field numbers
-of ``k8s.io/api/core/v1/generated.proto``, ``k8s.io/api/rbac/v1/generated.proto``,
-``k8s.io/api/authorization/v1/generated.proto`` and apimachinery's
-``pkg/apis/meta/v1/generated.proto``, with each field's JSON name and whether
-Go's JSON encoder would drop its zero value (``omitempty`` on a value) or keep
-it (a pointer, or no ``omitempty``): the result is the document the same Go
-object marshals to as JSON (a zero time left out where Go writes ``null``), so
-the rest of the handler cannot tell the two encodings apart.
+contentEncoding=3, contentType=4) whose ``raw`` is the object's message. The
+messages are those of k8s.io/api's ``generated.proto`` files, which
+go-to-protobuf generates from the Go types: ``protobuf_fields.json`` is read off
+those types (``tools/protobuf-fields``: each field's number from its ``protobuf``
+struct tag, its JSON name and ``omitempty`` from its ``json`` tag, a pointer
+keeping its zero value), so the result is the document the same Go object
+marshals to as JSON (a zero time or a nil list left out where Go writes ``null``),
+and the rest of the handler cannot tell the two encodings apart. The types with
+a message and a JSON form of their own are read by hand: ``metav1.Time`` and
+``MicroTime`` (Timestamp{seconds=1, nanos=2}), ``resource.Quantity``
+(``generated.proto``: ``message Quantity { optional string string = 1; }``),
+``intstr.IntOrString`` (type=1, intVal=2, strVal=3), ``runtime.RawExtension`` and
+``metav1.FieldsV1`` (raw=1, JSON).
 
 Where this departs from upstream, it does so loudly: upstream's generated
-``Unmarshal`` skips a field number it does not know, here a field no table names
-is a 415 that names it (it may carry something the object needs; a wrong object
-stored quietly is worse than a refused one), as is a kind with no table. A body
-that is not well-formed protobuf (truncated, a wire type the field does not
+``Unmarshal`` skips a field number it does not know, here a field the table does
+not name is a 415 that names it (it may carry something the object needs; a wrong
+object stored quietly is worse than a refused one), as is a kind with no table. A
+body that is not well-formed protobuf (truncated, a wire type the field does not
 have) is a 400, as ``handlers/create.go`` answers a body its decoder refuses
 (``transformDecodeError``). Rejected: the ``protobuf`` package (the generated
 classes would need upstream's ``.proto`` files and a code generator at build
-time, for a dozen message types); decoding every kind (the Pod spec alone has
-hundreds of fields: ``kubectl apply -f`` sends JSON for all of them).
+time); field tables written by hand (the Pod spec alone has hundreds of fields).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
+from importlib import resources
 from typing import Any
 
 from ._status import BadRequest, UnsupportedMediaType
@@ -111,182 +119,59 @@ def _signed64(value: int) -> int:
 # ------------------------------------------------------------------------------------------- field tables
 @dataclass(frozen=True)
 class Field:
-    """One field of a message: its JSON name, how its value reads, and whether JSON keeps its zero value.
+    """One field of a message, as ``protobuf_fields.json`` lists it: its JSON name, its type, and how it repeats.
 
-    ``kind`` is ``string``, ``bytes`` (base64 in JSON, as Go's ``[]byte``), ``bool``, ``int``, ``time``
-    (``metav1.Time``), ``microtime`` (``metav1.MicroTime``), ``message`` (``of``), ``map`` (string keys;
-    values ``string`` or ``bytes`` per ``value``), ``strings`` (repeated string), ``messages`` (repeated
-    ``of``) or ``rawjson`` (``metav1.FieldsV1``: its ``Raw`` is JSON)."""
+    ``type`` is ``string``, ``bytes`` (base64 in JSON, as Go's ``[]byte``), ``bool``, ``int``, ``time``
+    (``metav1.Time``), ``microtime`` (``metav1.MicroTime``), ``quantity`` (``resource.Quantity``),
+    ``intorstring`` (``intstr.IntOrString``), ``rawjson`` (``metav1.FieldsV1``, ``runtime.RawExtension``: raw
+    JSON) or the table's name of a message. ``repeated`` is a list of them, ``map`` a map with string keys and
+    values of ``type``; ``inline`` a message whose fields JSON promotes into its parent's (an embedded struct with
+    no JSON name, as Probe's ProbeHandler); ``keep`` says Go's JSON encoder keeps the zero value (a pointer, or no
+    ``omitempty``)."""
 
     json: str
-    kind: str
-    of: Message | None = None
-    value: str = "string"
-    keep_zero: bool = False
+    type: str
+    repeated: bool = False
+    map: bool = False
+    inline: bool = False
+    keep: bool = False
 
 
 @dataclass(frozen=True)
 class Message:
-    """A message type: its name (for errors) and its fields by number."""
+    """A message type: its name (the Go type's, for errors) and its fields by number."""
 
     name: str
-    fields: dict[int, Field] = field(default_factory=dict)
+    fields: dict[int, Field]
 
 
-_WIRE = {"string": _BYTES, "bytes": _BYTES, "bool": _VARINT, "int": _VARINT, "time": _BYTES, "microtime": _BYTES,
-         "message": _BYTES,
-         "map": _BYTES, "strings": _BYTES, "messages": _BYTES, "rawjson": _BYTES}
+_SCALARS = {"string", "bytes", "bool", "int", "time", "microtime"}  # the types a zero value of is dropped by omitempty
+_VARINTS = {"bool", "int"}
 
 
-def _f(number: int, json_name: str, kind: str = "string", of: Message | None = None, *, value: str = "string",
-       keep_zero: bool = False) -> tuple[int, Field]:
-    return number, Field(json_name, kind, of, value, keep_zero)
+@dataclass
+class _Table:
+    kinds: dict[tuple[str, str], str]
+    messages: dict[str, Message]
 
 
-def _fields(name: str, *entries: tuple[int, Field]) -> Message:
-    return Message(name, dict(entries))
+@cache
+def _table() -> _Table:
+    """``protobuf_fields.json``, read on the first protobuf body."""
+    doc = json.loads(resources.files(__package__).joinpath("protobuf_fields.json").read_text("utf-8"))
+    messages = {
+        key: Message(key.rsplit(".", 1)[1], {
+            number: Field(name, type_, **dict.fromkeys(flags.split(), True)) for number, name, type_, flags in fields})
+        for key, fields in doc["messages"].items()}
+    kinds = {(gvk.split(" ")[0], gvk.split(" ")[1]): key for gvk, key in doc["kinds"].items()}  # "apiVersion Kind"
+    return _Table(kinds, messages)
 
 
-# apimachinery pkg/apis/meta/v1/generated.proto (Go tags from types.go: pointers keep their zero value)
-OWNER_REFERENCE = _fields(
-    "OwnerReference", _f(5, "apiVersion"), _f(1, "kind"), _f(3, "name"), _f(4, "uid"),
-    _f(6, "controller", "bool", keep_zero=True), _f(7, "blockOwnerDeletion", "bool", keep_zero=True))
-MANAGED_FIELDS_ENTRY = _fields(
-    "ManagedFieldsEntry", _f(1, "manager"), _f(2, "operation"), _f(3, "apiVersion"), _f(4, "time", "time"),
-    _f(6, "fieldsType"), _f(7, "fieldsV1", "rawjson"), _f(8, "subresource"))
-OBJECT_META = _fields(
-    "ObjectMeta", _f(1, "name"), _f(2, "generateName"), _f(3, "namespace"), _f(4, "selfLink"), _f(5, "uid"),
-    _f(6, "resourceVersion"), _f(7, "generation", "int"), _f(8, "creationTimestamp", "time"),
-    _f(9, "deletionTimestamp", "time"), _f(10, "deletionGracePeriodSeconds", "int", keep_zero=True),
-    _f(11, "labels", "map"), _f(12, "annotations", "map"), _f(13, "ownerReferences", "messages", OWNER_REFERENCE),
-    _f(14, "finalizers", "strings"), _f(17, "managedFields", "messages", MANAGED_FIELDS_ENTRY))
-_REQUIREMENT = _fields("SelectorRequirement", _f(1, "key", keep_zero=True), _f(2, "operator", keep_zero=True),
-                       _f(3, "values", "strings"))
-
-# k8s.io/api/core/v1/generated.proto
-NAMESPACE_CONDITION = _fields(
-    "NamespaceCondition", _f(1, "type"), _f(2, "status"), _f(4, "lastTransitionTime", "time"), _f(5, "reason"),
-    _f(6, "message"))
-NAMESPACE = _fields(
-    "Namespace", _f(1, "metadata", "message", OBJECT_META),
-    _f(2, "spec", "message", _fields("NamespaceSpec", _f(1, "finalizers", "strings"))),
-    _f(3, "status", "message", _fields("NamespaceStatus", _f(1, "phase"),
-                                       _f(2, "conditions", "messages", NAMESPACE_CONDITION))))
-CONFIG_MAP = _fields(
-    "ConfigMap", _f(1, "metadata", "message", OBJECT_META), _f(2, "data", "map"),
-    _f(3, "binaryData", "map", value="bytes"), _f(4, "immutable", "bool", keep_zero=True))
-SECRET = _fields(
-    "Secret", _f(1, "metadata", "message", OBJECT_META), _f(2, "data", "map", value="bytes"), _f(3, "type"),
-    _f(4, "stringData", "map"), _f(5, "immutable", "bool", keep_zero=True))
-
-OBJECT_REFERENCE = _fields(
-    "ObjectReference", _f(1, "kind"), _f(2, "namespace"), _f(3, "name"), _f(4, "uid"), _f(5, "apiVersion"),
-    _f(6, "resourceVersion"), _f(7, "fieldPath"))
-SERVICE_ACCOUNT = _fields(
-    "ServiceAccount", _f(1, "metadata", "message", OBJECT_META),
-    _f(2, "secrets", "messages", OBJECT_REFERENCE),
-    _f(3, "imagePullSecrets", "messages", _fields("LocalObjectReference", _f(1, "name"))),
-    _f(4, "automountServiceAccountToken", "bool", keep_zero=True))
-
-# k8s.io/api/rbac/v1/generated.proto (Subject's kind and name, RoleRef's fields have no omitempty: types.go)
-POLICY_RULE = _fields(
-    "PolicyRule", _f(1, "verbs", "strings"), _f(2, "apiGroups", "strings"), _f(3, "resources", "strings"),
-    _f(4, "resourceNames", "strings"), _f(5, "nonResourceURLs", "strings"))
-LABEL_SELECTOR = _fields("LabelSelector", _f(1, "matchLabels", "map"),
-                         _f(2, "matchExpressions", "messages", _REQUIREMENT))
-ROLE = _fields("Role", _f(1, "metadata", "message", OBJECT_META), _f(2, "rules", "messages", POLICY_RULE))
-CLUSTER_ROLE = _fields(
-    "ClusterRole", _f(1, "metadata", "message", OBJECT_META), _f(2, "rules", "messages", POLICY_RULE),
-    _f(3, "aggregationRule", "message", _fields("AggregationRule",
-                                                _f(1, "clusterRoleSelectors", "messages", LABEL_SELECTOR))))
-_BINDING_FIELDS = (
-    _f(1, "metadata", "message", OBJECT_META),
-    _f(2, "subjects", "messages", _fields("Subject", _f(1, "kind", keep_zero=True), _f(2, "apiGroup"),
-                                          _f(3, "name", keep_zero=True), _f(4, "namespace"))),
-    _f(3, "roleRef", "message", _fields("RoleRef", _f(1, "apiGroup", keep_zero=True), _f(2, "kind", keep_zero=True),
-                                        _f(3, "name", keep_zero=True))))
-ROLE_BINDING = _fields("RoleBinding", *_BINDING_FIELDS)
-CLUSTER_ROLE_BINDING = _fields("ClusterRoleBinding", *_BINDING_FIELDS)
-
-# k8s.io/api/coordination/v1/generated.proto: what a leader election writes (client-go's typed clients send a
-# built-in kind in protobuf when their config names no ContentType: gentype/type.go PrefersProtobuf,
-# rest/request.go UseProtobufAsDefault; controller-runtime's client does too, pkg/client/apiutil/apimachinery.go);
-# every LeaseSpec field is a pointer in types.go, so a field sent keeps its zero value
-LEASE = _fields(
-    "Lease", _f(1, "metadata", "message", OBJECT_META),
-    _f(2, "spec", "message", _fields(
-        "LeaseSpec", _f(1, "holderIdentity", keep_zero=True), _f(2, "leaseDurationSeconds", "int", keep_zero=True),
-        _f(3, "acquireTime", "microtime"), _f(4, "renewTime", "microtime"),
-        _f(5, "leaseTransitions", "int", keep_zero=True), _f(6, "strategy", keep_zero=True),
-        _f(7, "preferredHolder", keep_zero=True))))
-
-# k8s.io/api/events/v1/generated.proto: what an EventRecorder of client-go's tools/events writes (controller-runtime's
-# GetEventRecorder), in protobuf as the manager's clients send it
-EVENT_V1 = _fields(
-    "Event", _f(1, "metadata", "message", OBJECT_META), _f(2, "eventTime", "microtime", keep_zero=True),
-    _f(3, "series", "message", _fields("EventSeries", _f(1, "count", "int", keep_zero=True),
-                                       _f(2, "lastObservedTime", "microtime", keep_zero=True))),
-    _f(4, "reportingController"), _f(5, "reportingInstance"), _f(6, "action"), _f(7, "reason"),
-    _f(8, "regarding", "message", OBJECT_REFERENCE), _f(9, "related", "message", OBJECT_REFERENCE), _f(10, "note"),
-    _f(11, "type"), _f(12, "deprecatedSource", "message", _fields("EventSource", _f(1, "component"), _f(2, "host"))),
-    _f(13, "deprecatedFirstTimestamp", "time"), _f(14, "deprecatedLastTimestamp", "time"),
-    _f(15, "deprecatedCount", "int"))
-
-# k8s.io/api/authorization/v1/generated.proto
-RESOURCE_ATTRIBUTES = _fields(
-    "ResourceAttributes", _f(1, "namespace"), _f(2, "verb"), _f(3, "group"), _f(4, "version"), _f(5, "resource"),
-    _f(6, "subresource"), _f(7, "name"),
-    _f(8, "fieldSelector", "message", _fields("FieldSelectorAttributes", _f(1, "rawSelector"),
-                                              _f(2, "requirements", "messages", _REQUIREMENT))),
-    _f(9, "labelSelector", "message", _fields("LabelSelectorAttributes", _f(1, "rawSelector"),
-                                              _f(2, "requirements", "messages", _REQUIREMENT))))
-SUBJECT_ACCESS_REVIEW_STATUS = _fields(
-    "SubjectAccessReviewStatus", _f(1, "allowed", "bool", keep_zero=True), _f(4, "denied", "bool"),
-    _f(2, "reason"), _f(3, "evaluationError"))
-SELF_SUBJECT_ACCESS_REVIEW = _fields(
-    "SelfSubjectAccessReview", _f(1, "metadata", "message", OBJECT_META),
-    _f(2, "spec", "message", _fields(
-        "SelfSubjectAccessReviewSpec", _f(1, "resourceAttributes", "message", RESOURCE_ATTRIBUTES),
-        _f(2, "nonResourceAttributes", "message", _fields("NonResourceAttributes", _f(1, "path"), _f(2, "verb"))))),
-    _f(3, "status", "message", SUBJECT_ACCESS_REVIEW_STATUS))
-SELF_SUBJECT_RULES_REVIEW = _fields(
-    "SelfSubjectRulesReview", _f(1, "metadata", "message", OBJECT_META),
-    _f(2, "spec", "message", _fields("SelfSubjectRulesReviewSpec", _f(1, "namespace"))),
-    _f(3, "status", "message", _fields(
-        "SubjectRulesReviewStatus",
-        _f(1, "resourceRules", "messages", _fields(
-            "ResourceRule", _f(1, "verbs", "strings"), _f(2, "apiGroups", "strings"), _f(3, "resources", "strings"),
-            _f(4, "resourceNames", "strings"))),
-        _f(2, "nonResourceRules", "messages", _fields(
-            "NonResourceRule", _f(1, "verbs", "strings"), _f(2, "nonResourceURLs", "strings"))),
-        _f(3, "incomplete", "bool", keep_zero=True), _f(4, "evaluationError"))))
-
-#: ``meta/v1`` DeleteOptions: the body of a DELETE from a client whose content type is protobuf (controller-runtime's
-#: client for built-in kinds). Every field is a pointer or a list in Go (``types.go``), so a zero sent is kept.
-DELETE_OPTIONS = _fields(
-    "DeleteOptions", _f(1, "gracePeriodSeconds", "int", keep_zero=True),
-    _f(2, "preconditions", "message", _fields("Preconditions", _f(1, "uid", keep_zero=True),
-                                              _f(2, "resourceVersion", keep_zero=True))),
-    _f(3, "orphanDependents", "bool", keep_zero=True), _f(4, "propagationPolicy", keep_zero=True),
-    _f(5, "dryRun", "strings"), _f(6, "ignoreStoreReadErrorWithClusterBreakingPotential", "bool", keep_zero=True))
-
-#: the kinds read from protobuf, by (apiVersion, kind) as the envelope names them
-KINDS: dict[tuple[str, str], Message] = {
-    ("v1", "Namespace"): NAMESPACE,
-    ("v1", "ConfigMap"): CONFIG_MAP,
-    ("v1", "Secret"): SECRET,
-    ("v1", "ServiceAccount"): SERVICE_ACCOUNT,
-    ("rbac.authorization.k8s.io/v1", "Role"): ROLE,
-    ("rbac.authorization.k8s.io/v1", "ClusterRole"): CLUSTER_ROLE,
-    ("rbac.authorization.k8s.io/v1", "RoleBinding"): ROLE_BINDING,
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): CLUSTER_ROLE_BINDING,
-    ("coordination.k8s.io/v1", "Lease"): LEASE,
-    ("events.k8s.io/v1", "Event"): EVENT_V1,
-    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): SELF_SUBJECT_ACCESS_REVIEW,
-    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): SELF_SUBJECT_RULES_REVIEW,
-    ("meta.k8s.io/v1", "DeleteOptions"): DELETE_OPTIONS,
-}
-_TYPE_META = _fields("TypeMeta", _f(1, "apiVersion"), _f(2, "kind"))
+_TIMESTAMP = Message("Timestamp", {1: Field("seconds", "int", keep=True), 2: Field("nanos", "int", keep=True)})
+_TYPE_META = Message("TypeMeta", {1: Field("apiVersion", "string"), 2: Field("kind", "string")})
+_INT_OR_STRING = Message("IntOrString", {1: Field("type", "int", keep=True), 2: Field("intVal", "int", keep=True),
+                                         3: Field("strVal", "string", keep=True)})
+_QUANTITY = Message("Quantity", {1: Field("string", "string", keep=True)})
 
 
 # ------------------------------------------------------------------------------------------- decoding
@@ -303,15 +188,14 @@ def decode_protobuf(body: bytes, api_version: str, kind: str) -> dict[str, Any]:
     type_meta, raw = _envelope(body[len(MAGIC):])
     api_version = type_meta.get("apiVersion") or api_version
     kind = type_meta.get("kind") or kind
-    message = KINDS.get((api_version, kind))
-    if message is None and kind == "DeleteOptions":  # registered in every group version (``AddToGroupVersion``)
-        message = DELETE_OPTIONS
-    if message is None:
+    table = _table()
+    key = table.kinds.get((api_version, kind)) or table.kinds.get(("*", kind))  # DeleteOptions: any group's
+    if key is None:
         raise UnsupportedMediaType(
             f"the body of the request is protobuf of {kind} ({api_version}), which this server does not read (it "
-            f"reads protobuf only for {', '.join(k for _, k in KINDS)}): send it as application/json (with kubectl: "
-            "`kubectl create ... --dry-run=client -o yaml | kubectl apply -f -`)")
-    return {"apiVersion": api_version, "kind": kind, **_read(raw, message, kind)}
+            f"reads protobuf only for {', '.join(sorted({k for _, k in table.kinds}))}): send it as "
+            "application/json (with kubectl: `kubectl create ... --dry-run=client -o yaml | kubectl apply -f -`)")
+    return {"apiVersion": api_version, "kind": kind, **_read(raw, table.messages[key], kind)}
 
 
 def _envelope(data: bytes) -> tuple[dict[str, Any], bytes]:
@@ -331,7 +215,8 @@ def _envelope(data: bytes) -> tuple[dict[str, Any], bytes]:
 
 def _read(data: bytes, message: Message, where: str, into: dict[str, Any] | None = None) -> dict[str, Any]:
     """One message's fields as a JSON object (``into``, when an earlier occurrence of the field started it: a message
-    sent twice merges, as gogo's generated ``Unmarshal`` merges it, scalars replaced, lists and maps extended)."""
+    sent twice merges, as gogo's generated ``Unmarshal`` merges it, scalars replaced, lists and maps extended; an
+    inline message writes into its parent's object)."""
     reader = _Reader(data, where)
     out: dict[str, Any] = {} if into is None else into
     while not reader.done():
@@ -341,43 +226,59 @@ def _read(data: bytes, message: Message, where: str, into: dict[str, Any] | None
             raise UnsupportedMediaType(
                 f"the protobuf body has field {number} of {message.name} ({where}), which this server does not "
                 "read: send the object as application/json")
-        path = f"{where}.{spec.json}"
-        if wire != _WIRE[spec.kind]:
-            raise _malformed(f"{path} (field {number} of {message.name}) has wire type {wire}, "
-                             f"expected {_WIRE[spec.kind]}")
-        _store(out, spec, value, path)
+        path = where if spec.inline else f"{where}.{spec.json}"
+        if spec.inline:
+            _read(_bytes(spec, number, message, wire, value, path), _message(spec.type), path, out)
+        elif spec.map:
+            key, item = _map_entry(_bytes(spec, number, message, wire, value, path), path)
+            out.setdefault(spec.json, {})[key] = _value(spec, number, message, _BYTES, item, f"{path}[{key}]")
+        elif spec.repeated and spec.type in _VARINTS and wire == _BYTES:  # packed, which gogo's Unmarshal reads too
+            packed = _Reader(_bytes(spec, number, message, wire, value, path), path)
+            while not packed.done():
+                out.setdefault(spec.json, []).append(_value(spec, number, message, _VARINT, packed.varint(), path))
+        elif spec.repeated:
+            items = out.setdefault(spec.json, [])
+            items.append(_value(spec, number, message, wire, value, f"{path}[{len(items)}]"))
+        else:
+            out[spec.json] = _value(spec, number, message, wire, value, path, out.get(spec.json))
     for spec in message.fields.values():  # Go's JSON encoder drops the zero value of an omitempty value field
-        if spec.json in out and not spec.keep_zero and out[spec.json] in ("", 0, False, None):
+        if not spec.keep and spec.type in _SCALARS and spec.json in out and out[spec.json] in ("", 0, False, None):
             del out[spec.json]
     return out
 
 
-def _store(out: dict[str, Any], spec: Field, value: int | bytes, path: str) -> None:
-    if isinstance(value, int):  # the wire type was checked: a bool or an int
-        out[spec.json] = bool(value) if spec.kind == "bool" else _signed64(value)
-    elif spec.kind == "string":
-        out[spec.json] = _text(value, path)
-    elif spec.kind == "bytes":
-        out[spec.json] = base64.b64encode(value).decode("ascii")
-    elif spec.kind == "time":
-        out[spec.json] = _time(value, path)
-    elif spec.kind == "microtime":
-        out[spec.json] = _time(value, path, micro=True)
-    elif spec.kind == "rawjson":
-        out[spec.json] = _raw_json(value, path)
-    elif spec.kind == "message":
-        assert spec.of is not None
-        out[spec.json] = _read(value, spec.of, path, out.get(spec.json))
-    elif spec.kind == "messages":
-        assert spec.of is not None
-        items = out.setdefault(spec.json, [])
-        items.append(_read(value, spec.of, f"{path}[{len(items)}]"))
-    elif spec.kind == "strings":
-        out.setdefault(spec.json, []).append(_text(value, path))
-    else:  # map: each entry is a message {key=1, value=2}; a missing key or value is the zero value
-        key, item = _map_entry(value, path)
-        out.setdefault(spec.json, {})[key] = (base64.b64encode(item).decode("ascii") if spec.value == "bytes"
-                                              else _text(item, f"{path}[{key}]"))
+def _value(spec: Field, number: int, message: Message, wire: int, value: int | bytes, path: str,
+           into: Any = None) -> Any:
+    """One value of a field as JSON (``into``: what an earlier occurrence of a message field read)."""
+    if spec.type in _VARINTS:
+        if not isinstance(value, int) or wire != _VARINT:
+            raise _malformed(f"{path} (field {number} of {message.name}) has wire type {wire}, expected {_VARINT}")
+        return bool(value) if spec.type == "bool" else _signed64(value)
+    data = _bytes(spec, number, message, wire, value, path)
+    if spec.type == "string":
+        return _text(data, path)
+    if spec.type == "bytes":
+        return base64.b64encode(data).decode("ascii")
+    if spec.type in ("time", "microtime"):
+        return _time(data, path, micro=spec.type == "microtime")
+    if spec.type == "rawjson":
+        return _raw_json(data, path)
+    if spec.type == "quantity":  # quantity_proto.go: the canonical string a Go client's Marshal wrote; none is zero
+        return _read(data, _QUANTITY, path).get("string", "0")
+    if spec.type == "intorstring":  # intstr.go MarshalJSON: the string when type is String (1), else the int
+        got = _read(data, _INT_OR_STRING, path)
+        return got.get("strVal", "") if got.get("type") == 1 else got.get("intVal", 0)
+    return _read(data, _message(spec.type), path, into if isinstance(into, dict) else None)
+
+
+def _bytes(spec: Field, number: int, message: Message, wire: int, value: int | bytes, path: str) -> bytes:
+    if not isinstance(value, bytes) or wire != _BYTES:
+        raise _malformed(f"{path} (field {number} of {message.name}) has wire type {wire}, expected {_BYTES}")
+    return value
+
+
+def _message(key: str) -> Message:
+    return _table().messages[key]
 
 
 def _map_entry(value: bytes, path: str) -> tuple[str, bytes]:
@@ -418,20 +319,19 @@ def _time(value: bytes, path: str, *, micro: bool = False) -> str | None:
 
 
 def _raw_json(value: bytes, path: str) -> Any:
-    """``metav1.FieldsV1``: one ``Raw`` field (1) holding JSON, embedded as is in the JSON object."""
+    """``metav1.FieldsV1`` and ``runtime.RawExtension``: one ``Raw`` field (1) holding JSON, embedded as is in the
+    JSON object (a RawExtension's ``MarshalJSON`` writes its Raw; a Go client sets Raw, as the ControllerRevisions
+    of ``controller_history.go`` do, rather than an Object only JSON could carry)."""
     reader, raw = _Reader(value, path), b""
     while not reader.done():
         number, wire, got = reader.field()
         if number != 1:
-            raise UnsupportedMediaType(f"the protobuf body has field {number} of FieldsV1 ({path}), which this "
+            raise UnsupportedMediaType(f"the protobuf body has field {number} of a raw JSON field ({path}), which this "
                                        "server does not read: send the object as application/json")
         if not isinstance(got, bytes):
-            raise _malformed(f"{path} (field 1 of FieldsV1) has wire type {wire}, expected {_BYTES}")
+            raise _malformed(f"{path} (field 1 of its Raw) has wire type {wire}, expected {_BYTES}")
         raw = got
     try:
         return json.loads(raw or b"{}")
     except ValueError:
         raise _malformed(f"{path} is not JSON") from None
-
-
-_TIMESTAMP = _fields("Timestamp", _f(1, "seconds", "int", keep_zero=True), _f(2, "nanos", "int", keep_zero=True))
