@@ -1,7 +1,7 @@
 """A Go controller-runtime operator searched at its API boundary: ``examples/go`` run as it ships.
 
-The operator (``examples/go/main.go``) is a controller-runtime 0.25 manager
-on client-go 0.37 with two controllers: ``secret`` gives every ConfigMap
+The operator (``examples/go/main.go``, its reconcilers in ``internal/controller``) is a controller-runtime
+0.25 manager on client-go 0.37 with two controllers: ``secret`` gives every ConfigMap
 labelled ``app.example/want=secret`` one Secret it owns, ``orphan`` deletes a
 Secret whose ConfigMap is gone. Its bug (``--buggy``): the secret controller
 reads the Secrets from the manager's cache and, finding none, creates one with
@@ -32,11 +32,38 @@ from harness.operators import ExternalOperator
 GO_EXAMPLE = Path(__file__).resolve().parent / "go"
 
 
-def _sources_digest() -> str:
+def _sources_digest(*, tests: bool) -> str:
+    """The digest of what a build reads: go.mod, go.sum and the package sources (``_test.go`` files with ``tests``)."""
     digest = hashlib.sha256()
-    for path in sorted([GO_EXAMPLE / "go.mod", GO_EXAMPLE / "go.sum", *GO_EXAMPLE.glob("*.go")]):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    sources = [p for p in GO_EXAMPLE.rglob("*.go") if "bin" not in p.relative_to(GO_EXAMPLE).parts
+               and (tests or not p.name.endswith("_test.go"))]
+    for path in [GO_EXAMPLE / "go.mod", GO_EXAMPLE / "go.sum", *sorted(sources)]:
+        digest.update(path.relative_to(GO_EXAMPLE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+def _build(name: str, what: str, args: list[str], *, tests: bool) -> Path:
+    """``examples/go/bin/NAME``, built by ``go ARGS -o bin/NAME.partial`` now if its sources changed since it was
+    built (the digest of those sources is kept beside it as ``NAME.sources``; ``bin/`` is gitignored)."""
+    go = shutil.which("go")
+    if go is None:
+        raise RuntimeError(f"the Go example operator's {what} needs the Go toolchain (1.26+): `go` is not on PATH; "
+                           "install Go, or run the Python operators of examples/external_operator.py")
+    binary, stamp = GO_EXAMPLE / "bin" / name, GO_EXAMPLE / "bin" / f"{name}.sources"
+    want = _sources_digest(tests=tests)
+    if binary.is_file() and stamp.is_file() and stamp.read_text() == want:
+        return binary
+    binary.parent.mkdir(exist_ok=True)
+    partial = binary.with_name(f"{name}.{os.getpid()}.partial")  # (two builds at once each rename their own)
+    command = [go, *args[:1], "-o", str(partial), *args[1:]]
+    done = subprocess.run(command, cwd=GO_EXAMPLE, capture_output=True, text=True, timeout=1200, check=False)
+    if done.returncode != 0:
+        partial.unlink(missing_ok=True)
+        raise RuntimeError(f"`go {' '.join(args)}` in examples/go failed (exit {done.returncode}); run it there by "
+                           f"hand to see why:\n{(done.stdout + done.stderr)[-3000:]}")
+    os.replace(partial, binary)
+    stamp.write_text(want)
+    return binary
 
 
 def build_manager() -> Path:
@@ -48,25 +75,17 @@ def build_manager() -> Path:
     from is kept beside it (``bin/`` is gitignored). Raises ``RuntimeError``
     saying what to do when Go is missing or the build fails.
     """
-    go = shutil.which("go")
-    if go is None:
-        raise RuntimeError("the Go example operator needs the Go toolchain (1.26+): `go` is not on PATH; install "
-                           "Go, or run the Python operators of examples/external_operator.py")
-    binary, stamp = GO_EXAMPLE / "bin" / "manager", GO_EXAMPLE / "bin" / "manager.sources"
-    want = _sources_digest()
-    if binary.is_file() and stamp.is_file() and stamp.read_text() == want:
-        return binary
-    binary.parent.mkdir(exist_ok=True)
-    partial = binary.with_name(f"manager.{os.getpid()}.partial")  # (two builds at once each rename their own)
-    done = subprocess.run([go, "build", "-o", str(partial), "."], cwd=GO_EXAMPLE, capture_output=True, text=True,
-                          timeout=1200, check=False)
-    if done.returncode != 0:
-        partial.unlink(missing_ok=True)
-        raise RuntimeError(f"go build in examples/go failed (exit {done.returncode}); run it there by hand to see "
-                           f"why:\n{done.stderr[-3000:]}")
-    os.replace(partial, binary)
-    stamp.write_text(want)
-    return binary
+    return _build("manager", "manager", ["build", "."], tests=False)
+
+
+def build_envtest_suite() -> Path:
+    """The envtest suite of ``examples/go/internal/controller`` compiled once, ``examples/go/bin/controller.test``
+    (``go test -c``), rebuilt only when a source changed, as :func:`build_manager`.
+
+    Run it as the test command (``bin/controller.test -ginkgo.no-color`` in ``internal/controller``, where ``go
+    test`` runs a package's tests): ``go test`` itself would compile (or at least link and check its cache) before
+    every run of a hunt. The variant is chosen by ``SECRET_OPERATOR_FIXED=1`` in its environment."""
+    return _build("controller.test", "envtest suite", ["test", "-c", "./internal/controller"], tests=True)
 
 
 #: The quiet the manager needs (real seconds without traffic or computing before it counts as waiting for the world).

@@ -1,6 +1,7 @@
 """Go programs the tests run, built once and cached: the example operator (``examples/go``,
-``examples.go_operator.build_manager``) and the protobuf client (``tests/kube/goclient``). A test that runs one
-calls :func:`go_manager` or :func:`go_client`, which skip, saying why, where there is no Go toolchain."""
+``examples.go_operator.build_manager``), its envtest suite (``build_envtest_suite``) and the protobuf client
+(``tests/kube/goclient``). A test that runs one calls :func:`go_manager`, :func:`go_envtest_suite` or
+:func:`go_client`, which skip, saying why, where there is no Go toolchain."""
 
 from __future__ import annotations
 
@@ -22,6 +23,16 @@ def go_manager() -> Path:
     from examples.go_operator import build_manager
 
     return build_manager()
+
+
+def go_envtest_suite() -> Path:
+    """The compiled envtest suite of ``examples/go/internal/controller`` (``go test -c``), built now if its sources
+    changed since the last build (skips without Go)."""
+    if shutil.which("go") is None:
+        pytest.skip("the Go example operator's envtest suite needs the Go toolchain: `go` is not on PATH")
+    from examples.go_operator import build_envtest_suite
+
+    return build_envtest_suite()
 
 
 def go_client() -> Path:

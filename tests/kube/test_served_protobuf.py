@@ -338,3 +338,36 @@ def test_protobuf_bodies_through_the_handler() -> None:
     assert "truncated" in bad["message"]
     assert got["wrong kind"].status_code == 400, got["wrong kind"].json()
     assert "does not match" in got["wrong kind"].json()["message"]
+
+
+def test_protobuf_delete_options_of_any_group_version() -> None:
+    """controller-runtime's client deletes a built-in kind with a protobuf ``DeleteOptions`` body, enveloped as the
+    group version of the object (``meta/v1/register.go``: ``AddToGroupVersion`` registers DeleteOptions in every
+    group version); fields from ``meta/v1/generated.proto`` (gracePeriodSeconds=1, preconditions{uid=1,
+    resourceVersion=2}=2, orphanDependents=3, propagationPolicy=4, dryRun=5). Over the handler its UID
+    precondition holds: a wrong UID is a 409 Conflict and the object stays, the right one deletes it."""
+    body = envelope("v1", "DeleteOptions", num(1, 0) + ld(2, ld(1, "u-1")) + ld(4, "Background") + ld(5, "All"))
+    assert decode_protobuf(body, "v1", "DeleteOptions") == {
+        "apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0, "preconditions": {"uid": "u-1"},
+        "propagationPolicy": "Background", "dryRun": ["All"]}
+    apps = decode_protobuf(envelope("apps/v1", "DeleteOptions", num(3, 1)), "apps/v1", "DeleteOptions")
+    assert apps == {"apiVersion": "apps/v1", "kind": "DeleteOptions", "orphanDependents": True}
+    got: dict[str, httpx.Response] = {}
+    left: list[Any] = []
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        async with httpx.AsyncClient(transport=api.transport(client="pb"), base_url="http://kube") as c:
+            cms = "/api/v1/namespaces/default/configmaps"
+            uid = (await c.post(cms, headers=PROTO, content=GOOD)).json()["metadata"]["uid"]
+            got["wrong"] = await c.request("DELETE", f"{cms}/cfg", headers=PROTO, content=envelope(
+                "v1", "DeleteOptions", ld(2, ld(1, "not-" + uid))))
+            left.append(api.peek("ConfigMap", "default", "cfg"))
+            got["right"] = await c.request("DELETE", f"{cms}/cfg", headers=PROTO, content=envelope(
+                "v1", "DeleteOptions", ld(2, ld(1, uid))))
+            left.append(api.peek("ConfigMap", "default", "cfg"))
+
+    clean(run(scenario))
+    assert got["wrong"].status_code == 409, got["wrong"].json()
+    assert got["right"].status_code == 200, got["right"].json()
+    assert left[0] is not None and left[1] is None
