@@ -89,16 +89,16 @@ def build_envtest_suite() -> Path:
 
 
 #: The quiet the manager needs (real seconds without traffic or computing before it counts as waiting for the world).
-#: Its computing the wait sees; what it does not see are its timers: client-go's ``WaitForCacheSync`` polls every
-#: 100 ms (``tools/cache/shared_informer.go``, ``syncedPollPeriod``) before a controller's workers start, so its
-#: first reconcile comes up to 100 ms (plus a busy machine's wake-up) after the cache it waits for is full. The other
-#: timers of a manager stay out of a run: leader election's renew ticker (off: ``--leader-elect=false``), the work
-#: queue's (controller-runtime's priority queue, its default: an event's ``Add`` is handed to a worker at once,
-#: ``pkg/controller/priorityqueue/priorityqueue.go``; only a failed or requeued reconcile waits on its rate
-#: limiter, and this one's succeed), the reflector's re-watch (minutes: past the horizon). The canonical run's API order over 10 runs, each a
-#: fresh process: 0.3 s gave 1 order in 10 of 10 runs idle and 10 of 10 beside two CPU-bound processes; 0.15 s
-#: beside them gave 5 different orders in 10 runs (the Secret's POST after the user's next step instead of before).
-#: (An Event the manager records is named after its clock; its step says ``app.<clock>``, so that name is no
+#: Its computing the wait sees; what it does not see are its timers: client-go's ``WaitForCacheSync`` polls every 100 ms
+#: (``tools/cache/shared_informer.go``, ``syncedPollPeriod``) before a controller's workers start, so its first
+#: reconcile comes up to 100 ms (plus a busy machine's wake-up) after the cache it waits for is full. The other timers
+#: of a manager stay out of a run: leader election's renew ticker (off: ``--leader-elect=false``), the work queue's
+#: (controller-runtime's priority queue, its default: an event's ``Add`` is handed to a worker at once,
+#: ``pkg/controller/priorityqueue/priorityqueue.go``; only a failed or requeued reconcile waits on its rate limiter, and
+#: this one's succeed), the reflector's re-watch (minutes: past the horizon). The canonical run's API order over 10
+#: runs, each a fresh process: 0.3 s gave 1 order in 10 of 10 runs idle and 10 of 10 beside two CPU-bound processes;
+#: 0.15 s beside them gave 5 different orders in 10 runs (the Secret's POST after the user's next step instead of
+#: before). (An Event the manager records is named after its clock; its step says ``app.<clock>``, so that name is no
 #: difference between two runs: ``harness.kube._objects.step_ref``.)
 GO_QUIET = 0.3
 
