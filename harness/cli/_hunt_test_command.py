@@ -68,7 +68,8 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
     t.add_argument("--seed", type=_seed, default=0, help="search seed (default 0)")
     t.add_argument("--faults", default=None, metavar="KINDS", help="fault kinds the search may place (as hunt's)")
     t.add_argument("--shrink-budget", default=60, type=int, metavar="RUNS",
-                   help="runs the shrinker may take (default 60: a test run costs seconds)")
+                   help="candidate plans the shrinker may try (default 60: a test run costs seconds); the runs that "
+                   "write a run as a plan and confirm a failing plan a second time come on top, as the line counts")
     t.add_argument("--proof-budget", default=200, type=int, metavar="RUNS",
                    help="runs the minimality proof may take per entry (default 200)")
     t.add_argument("--quiet", type=float, default=0.15, metavar="SECONDS",
