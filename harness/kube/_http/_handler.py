@@ -461,12 +461,7 @@ class APIHandler:
             admitted = await self._rewrite_admitted(verb, res, p, ns, build, options)
             if admitted is not None:
                 return admitted
-        if p.dry:
-            out = DryRun(self.api).rewrite(verb, res.kind, ns, p.name, build, status_only=status_only,
-                                           keep_status=res.status)
-        else:
-            out = await self.api._rewrite(verb, res.kind, ns, p.name, build, status_only=status_only,
-                                          keep_status=res.status)
+        out = await self._rewrite(p, verb, res, ns, build, status_only)
         return Reply(200, self.codec.encode(out, res))
 
     async def _delete(self, res: Resource, p: _Path, ns: str, doc: Any) -> Reply:
@@ -572,6 +567,14 @@ class APIHandler:
         new.uid, new.resource_version = obj.uid, obj.resource_version
         return new
 
+    async def _rewrite(self, p: _Path, verb: str, res: Resource, ns: str, build: Any, status_only: bool) -> Any:
+        """One read-modify-write of a patch or an apply: on a copy for a dry run, else in the store."""
+        if p.dry:
+            return DryRun(self.api).rewrite(verb, res.kind, ns, p.name, build, status_only=status_only,
+                                            keep_status=res.status)
+        return await self.api._rewrite(verb, res.kind, ns, p.name, build, status_only=status_only,
+                                       keep_status=res.status)
+
     async def _rewrite_admitted(self, verb: str, res: Resource, p: _Path, ns: str,
                                 build: Callable[[KubeObject], KubeObject], options: dict[str, Any]) -> Reply | None:
         """A patch or an apply of a stored object with webhooks configured: computed over the stored object,
@@ -593,12 +596,7 @@ class APIHandler:
                 return new.deepcopy()
 
             try:
-                if p.dry:
-                    out = DryRun(self.api).rewrite(verb, res.kind, ns, p.name, admitted, status_only=status_only,
-                                                   keep_status=res.status)
-                else:
-                    out = await self.api._rewrite(verb, res.kind, ns, p.name, admitted, status_only=status_only,
-                                                  keep_status=res.status)
+                out = await self._rewrite(p, verb, res, ns, admitted, status_only)
             except _Changed:
                 continue
             return Reply(200, self.codec.encode(out, res))
