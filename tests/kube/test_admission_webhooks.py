@@ -33,6 +33,8 @@ class Webhooks:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         cert.configure_cert(context)
         self.ca_bundle = base64.b64encode(ca.cert_pem.bytes()).decode()
+        #: the serving certificate itself, as envtest's caBundle is (``pkg/envtest/webhook.go``, ``setupCA``)
+        self.leaf_bundle = base64.b64encode(cert.cert_chain_pems[0].bytes()).decode()
         self.received: list[tuple[str, dict[str, Any]]] = []
         hooks = self
 
@@ -230,6 +232,38 @@ def test_admission_webhooks_called_as_upstream(webhooks: Webhooks) -> None:
     webhooks.received.clear()
     again = clean(run_once(scenario, ReplayChooser([]), limits=LIMITS, notes=True))
     assert again.trace.digest() == out.trace.digest()
+
+
+def test_webhook_at_an_envtest_url_called_as_kube_apiservers_client_calls_it(webhooks: Webhooks) -> None:
+    """envtest turns ``clientConfig.service`` into ``https://host:port/`` + a path that starts with ``/``, and its
+    caBundle is the serving certificate, no CA's (controller-runtime ``pkg/envtest/webhook.go``,
+    ``updateClientConfig`` and ``setupCA``). kube-apiserver's client (``k8s.io/apiserver/pkg/util/webhook/
+    client.go`` ``HookClient``) makes the URL's path the rest config's APIPath, which client-go cleans
+    (``rest/url_utils.go`` ``DefaultVersionedAPIPath``: ``path.Join("/", apiPath)``), and Go's ``crypto/x509``
+    trusts a certificate of its roots as a chain of its own (``verify.go``): the call reaches ``/mutate`` over TLS.
+    A certificate that is neither the server's nor its issuer's is still refused."""
+    seen: dict[str, Any] = {}
+    stranger = base64.b64encode(trustme.CA().issue_cert("127.0.0.1").cert_chain_pems[0].bytes()).decode()
+
+    async def scenario(world: h.World) -> None:
+        api = APIServer(world)
+        async with httpx.AsyncClient(transport=api.transport(client="envtest"), base_url="http://kube") as c:
+            base = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+            await c.post(base, json={"metadata": {"name": "envtest"}, "webhooks": [
+                hook("mutate.example.com", webhooks.url("//mutate/."), webhooks.leaf_bundle, ["configmaps"], ["CREATE"]),
+                hook("stranger.example.com", webhooks.url("//mutate"), stranger, ["secrets"], ["CREATE"])]})
+            seen["ok"] = await c.post(f"/api/v1/namespaces/{NS}/configmaps", json={"metadata": {"name": "ok"}})
+            seen["refused"] = await c.post(f"/api/v1/namespaces/{NS}/secrets", json={"metadata": {"name": "s"}})
+
+    clean(run_once(scenario, ReplayChooser([]), limits=LIMITS))
+    assert seen["ok"].status_code == 201, seen["ok"].text
+    assert seen["ok"].json()["metadata"]["labels"] == {"admitted-by": "mutate"}
+    assert [p for p, _r in webhooks.received] == ["/mutate?timeout=10s"]
+    assert seen["refused"].status_code == 500
+    assert seen["refused"].json()["message"] == (
+        'Internal error occurred: failed calling webhook "stranger.example.com": failed to call webhook: Post '
+        f'"https://127.0.0.1:{webhooks.port}/mutate?timeout=10s": tls: failed to verify certificate: x509: '
+        "certificate signed by unknown authority")
 
 
 def test_crd_is_established_and_discovered_as_envtest_waits() -> None:

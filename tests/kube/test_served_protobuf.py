@@ -166,6 +166,29 @@ def test_protobuf_service_account_and_rbac_decode_to_their_json() -> None:
             "roleRef": {"apiGroup": "", "kind": "ClusterRole", "name": "view"}}
 
 
+def test_protobuf_webhook_configurations_decode_to_their_json() -> None:
+    """envtest creates its webhook configurations with controller-runtime's client, as protobuf (client-go's scheme
+    has them). k8s.io/api ``admissionregistration/v1/generated.proto``: MutatingWebhookConfiguration and
+    ValidatingWebhookConfiguration metadata=1, webhooks=2; MutatingWebhook name=1, clientConfig=2 (WebhookClientConfig
+    service=1, caBundle=2 bytes, url=3), rules=3 (RuleWithOperations operations=1, rule=2: Rule apiGroups=1,
+    apiVersions=2, resources=3, scope=4, which JSON inlines), failurePolicy=4, namespaceSelector=5, sideEffects=6,
+    timeoutSeconds=7, admissionReviewVersions=8, matchPolicy=9; ``caBundle`` is ``[]byte``, base64 in JSON."""
+    group = "admissionregistration.k8s.io/v1"
+    rule = ld(1, "CREATE") + ld(1, "UPDATE") + ld(2, ld(1, "secrets.example.com") + ld(2, "v1") + ld(3, "widgets"))
+    webhook = (ld(1, "mwidget-v1.kb.io") + ld(2, ld(2, b"\x00PEM\xff") + ld(3, "https://127.0.0.1:9443/mutate-widget"))
+               + ld(3, rule) + ld(4, "Fail") + ld(5, b"") + ld(6, "None") + num(7, 5) + ld(8, "v1"))
+    want = {"name": "mwidget-v1.kb.io",
+            "clientConfig": {"caBundle": "AFBFTf8=", "url": "https://127.0.0.1:9443/mutate-widget"},
+            "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": ["secrets.example.com"], "apiVersions": ["v1"],
+                       "resources": ["widgets"]}],
+            "failurePolicy": "Fail", "namespaceSelector": {}, "sideEffects": "None", "timeoutSeconds": 5,
+            "admissionReviewVersions": ["v1"]}
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        body = envelope(group, kind, meta(ld(1, "hooks")) + ld(2, webhook))
+        assert decode_protobuf(body, group, kind) == {"apiVersion": group, "kind": kind, "metadata": {"name": "hooks"},
+                                                      "webhooks": [want]}
+
+
 def quantity(number: int, value: str) -> bytes:
     """``resource.Quantity`` as field ``number``: apimachinery ``pkg/api/resource/generated.proto``
     ``message Quantity { optional string string = 1; }``."""

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -58,21 +59,23 @@ var kinds = []runtime.Object{
 	&rbacv1.Role{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
 	&authorizationv1.SelfSubjectAccessReview{}, &authorizationv1.SelfSubjectRulesReview{},
 	&autoscalingv1.Scale{},
+	&admissionregistrationv1.MutatingWebhookConfiguration{}, &admissionregistrationv1.ValidatingWebhookConfiguration{},
 	&metav1.DeleteOptions{},
 }
 
 // groupVersions name each package's apiVersion, as the envelope's typeMeta carries it.
 var groupVersions = map[string]string{
-	"k8s.io/api/core/v1":          "v1",
-	"k8s.io/api/apps/v1":          "apps/v1",
-	"k8s.io/api/batch/v1":         "batch/v1",
-	"k8s.io/api/coordination/v1":  "coordination.k8s.io/v1",
-	"k8s.io/api/events/v1":        "events.k8s.io/v1",
-	"k8s.io/api/scheduling/v1":    "scheduling.k8s.io/v1",
-	"k8s.io/api/policy/v1":        "policy/v1",
-	"k8s.io/api/rbac/v1":          "rbac.authorization.k8s.io/v1",
-	"k8s.io/api/authorization/v1": "authorization.k8s.io/v1",
-	"k8s.io/api/autoscaling/v1":   "autoscaling/v1",
+	"k8s.io/api/admissionregistration/v1": "admissionregistration.k8s.io/v1",
+	"k8s.io/api/core/v1":                  "v1",
+	"k8s.io/api/apps/v1":                  "apps/v1",
+	"k8s.io/api/batch/v1":                 "batch/v1",
+	"k8s.io/api/coordination/v1":          "coordination.k8s.io/v1",
+	"k8s.io/api/events/v1":                "events.k8s.io/v1",
+	"k8s.io/api/scheduling/v1":            "scheduling.k8s.io/v1",
+	"k8s.io/api/policy/v1":                "policy/v1",
+	"k8s.io/api/rbac/v1":                  "rbac.authorization.k8s.io/v1",
+	"k8s.io/api/authorization/v1":         "authorization.k8s.io/v1",
+	"k8s.io/api/autoscaling/v1":           "autoscaling/v1",
 	// DeleteOptions goes in any group-version's envelope (every group registers it): the reader takes
 	// it by kind alone
 	"k8s.io/apimachinery/pkg/apis/meta/v1": "*",

@@ -20,8 +20,9 @@ and before the write is stored, as ``k8s.io/apiserver/pkg/admission/plugin/webho
   here one after another in the same order, the first refusal being the answer (``validating/dispatcher.go``);
 * the request (``request/admissionreview.go`` ``CreateV1AdmissionReview``): an ``AdmissionReview`` v1 with uid,
   kind, resource, subResource, requestKind, requestResource, requestSubResource, name, namespace, operation,
-  userInfo, object, oldObject, dryRun and options, POSTed to ``clientConfig.url`` with ``?timeout=Ns`` over HTTPS
-  trusting ``clientConfig.caBundle`` (the system's roots without one);
+  userInfo, object, oldObject, dryRun and options, POSTed to ``clientConfig.url`` (its path cleaned, as client-go
+  joins it) with ``?timeout=Ns`` over HTTPS trusting ``clientConfig.caBundle``, each certificate of it a trust
+  anchor as in Go's ``crypto/x509`` (the system's roots without one): :func:`_post`;
 * the verdicts (``errors/statuserror.go`` ``ToStatusErr``): ``allowed: false`` is the webhook's own ``status``
   with its message prefixed ``admission webhook "NAME" denied the request: `` and a code below 400 raised to
   400; a call that fails (refused, timed out, TLS, a malformed answer) is ``failed calling webhook "NAME": ...``,
@@ -523,17 +524,31 @@ async def _exchange(world: World, hook: dict[str, Any], review: dict[str, Any], 
 
 
 def _post(url: str, ca: bytes | None, body: bytes, timeout: float) -> Any:
-    """One HTTPS POST (on a thread), its JSON answer; a failure as client-go words it (``Post "URL": ...``)."""
+    """One HTTPS POST (on a thread), its JSON answer; a failure as client-go words it (``Post "URL": ...``).
+
+    Two things as kube-apiserver's client does them, which a webhook server of envtest's needs:
+
+    * the path is the URL's, cleaned: ``webhookutil.ClientManager.HookClient`` (``k8s.io/apiserver/pkg/util/webhook/
+      client.go``) makes it the rest config's ``APIPath``, which client-go joins (``rest/url_utils.go``
+      ``DefaultVersionedAPIPath``: ``path.Join("/", apiPath)``). envtest writes ``https://host:port/`` + a
+      service path that starts with ``/`` (``pkg/envtest/webhook.go`` ``updateClientConfig``), and Go's
+      ``http.ServeMux`` answers ``//mutate-...`` with a redirect, not the webhook;
+    * a certificate of ``caBundle`` is a trust anchor even when it is no CA's own: Go's ``crypto/x509``
+      (``verify.go``, ``Certificate.Verify``: a certificate found in ``Roots`` ends the chain) trusts a leaf it is
+      given, and envtest's caBundle is its serving certificate itself (``setupCA``: ``LocalServingCAData =
+      certData``). OpenSSL does so only with ``X509_V_FLAG_PARTIAL_CHAIN``."""
     parts = urlsplit(url)
-    host, port = parts.hostname or "", parts.port or 443
-    where = f'failed to call webhook: Post "{url}"'
+    host, port, target = parts.hostname or "", parts.port or 443, f"{_clean_path(parts.path)}?{parts.query}"
+    where = f'failed to call webhook: Post "{parts.scheme}://{parts.netloc}{target}"'
     try:
         context = ssl.create_default_context(cadata=ca.decode("ascii", "replace") if ca else None)
     except (ssl.SSLError, ValueError) as exc:
         raise _CallFailed(f"could not get REST client: unable to load root certificates: {exc}") from None
+    if ca:
+        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
     conn = http.client.HTTPSConnection(host, port, context=context, timeout=timeout)
     try:
-        conn.request("POST", f"{parts.path or '/'}?{parts.query}", body,
+        conn.request("POST", target, body,
                      {"Content-Type": "application/json", "Accept": "application/json"})
         reply = conn.getresponse()
         data = reply.read()
@@ -557,3 +572,15 @@ def _post(url: str, ca: bytes | None, body: bytes, timeout: float) -> Any:
         return json.loads(data)
     except ValueError as exc:
         raise _CallFailed(f"failed to call webhook: the answer is not JSON: {exc}") from None
+
+
+def _clean_path(path: str) -> str:
+    """Go's ``path.Join("/", path)``: one leading slash, no empty, ``.`` or ``..`` segment, no trailing slash."""
+    out: list[str] = []
+    for seg in path.split("/"):
+        if seg == "..":
+            if out:
+                out.pop()
+        elif seg not in ("", "."):
+            out.append(seg)
+    return "/" + "/".join(out)
