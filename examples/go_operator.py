@@ -88,6 +88,15 @@ def build_envtest_suite() -> Path:
     return _build("controller.test", "envtest suite", ["test", "-c", "./internal/controller"], tests=True)
 
 
+def build_webhook_suite() -> Path:
+    """The envtest suite of ``examples/go/internal/webhook/v1`` (the GeneratedSecret webhooks) compiled once,
+    ``examples/go/bin/webhook.test``, rebuilt only when a source changed, as :func:`build_manager`.
+
+    Run it in ``internal/webhook/v1`` (its CRD and webhook manifests are read from ``../../../config``) with
+    ``USE_EXISTING_CLUSTER=true`` and ``KUBECONFIG`` naming the served API."""
+    return _build("webhook.test", "webhook envtest suite", ["test", "-c", "./internal/webhook/v1"], tests=True)
+
+
 #: The quiet the manager needs (real seconds without traffic or computing before it counts as waiting for the world).
 #: Its computing the wait sees; what it does not see are its timers: client-go's ``WaitForCacheSync`` polls every 100 ms
 #: (``tools/cache/shared_informer.go``, ``syncedPollPeriod``) before a controller's workers start, so its first

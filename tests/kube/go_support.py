@@ -1,7 +1,8 @@
 """Go programs the tests run, built once and cached: the example operator (``examples/go``,
-``examples.go_operator.build_manager``), its envtest suite (``build_envtest_suite``) and the protobuf client
-(``tests/kube/goclient``). A test that runs one calls :func:`go_manager`, :func:`go_envtest_suite` or
-:func:`go_client`, which skip, saying why, where there is no Go toolchain."""
+``examples.go_operator.build_manager``), its envtest suites (``build_envtest_suite``, ``build_webhook_suite``) and
+the protobuf client (``tests/kube/goclient``). A test that runs one calls :func:`go_manager`,
+:func:`go_envtest_suite`, :func:`go_webhook_suite` or :func:`go_client`, which skip, saying why, where there is no
+Go toolchain."""
 
 from __future__ import annotations
 
@@ -33,6 +34,16 @@ def go_envtest_suite() -> Path:
     from examples.go_operator import build_envtest_suite
 
     return build_envtest_suite()
+
+
+def go_webhook_suite() -> Path:
+    """The compiled envtest suite of ``examples/go/internal/webhook/v1`` (``go test -c``), built now if its sources
+    changed since the last build (skips without Go)."""
+    if shutil.which("go") is None:
+        pytest.skip("the Go example's webhook envtest suite needs the Go toolchain: `go` is not on PATH")
+    from examples.go_operator import build_webhook_suite
+
+    return build_webhook_suite()
 
 
 def go_client() -> Path:
