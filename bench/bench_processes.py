@@ -1,22 +1,23 @@
 """Cost of an operator process under the harness: each process example's run against the same operator run bare.
 
 Run: ``.venv/bin/python bench/bench_processes.py [N] [NAME ...]`` (N runs of each, default 5; NAME: ``official``,
-``kopf``, ``go``; default all that can run here: Go needs its toolchain, kopf its package). Prints, measured in
+``kopf``, ``lightkube``, ``go``; default all that can run here: Go needs its toolchain, kopf its package). Prints, measured in
 one run, a row per operator:
 
 * **bare**: the operator started as the example starts it, against ``python -m harness serve`` (the real clock,
   nothing chosen) that already holds the example's ConfigMap, until its Secret is there (its first reconcile done:
   start to steady state), polled every 10 ms;
 * **harness**: the example's canonical run (``examples/external_operator.py``'s ``scenario`` and
-  ``kopf_scenario``, ``examples/go_operator.py``; the same operator, the user's ConfigMap and edit, each request a
-  step), N runs one after the other in one harness process, as a hunt runs them: the first pays the operator's
-  start, the later ones find it started ahead (``harness.operators._ahead``) when that is on. Their wall time (the
-  median of runs 2..N, and the first alone), and the share of it the scheduler spent waiting for the process
-  (``RunOutcome.outside_seconds``);
+  ``kopf_scenario``, ``examples/lightkube_operator.py``'s ``process_scenario``, ``examples/go_operator.py``; the
+  same operator, the same user, each request a step), N runs one after the other in one harness process, as a hunt
+  runs them: the first pays the operator's start, the later ones find it started ahead when that is on. Their
+  wall time (the median of runs 2..N, and the first alone), and the share of it the scheduler spent waiting for
+  the process (``RunOutcome.outside_seconds``);
 * the ratio harness / bare (medians).
 
-The operators' examples run the same user: a ConfigMap ``app`` labelled ``app.example/want=secret``, the
-operator's Secret labelled ``app.example/owner=app``, an edit, a last wait.
+The official-client, kopf and Go examples run the same user: a ConfigMap ``app`` labelled
+``app.example/want=secret``, the operator's Secret labelled ``app.example/owner=app``, an edit, a last wait; the
+lightkube one an ``App`` (its CRD first) and its ``db-credentials`` Secret.
 """
 
 from __future__ import annotations
@@ -57,6 +58,11 @@ class Subject:
     argv: Callable[[], list[str]]
     env: dict[str, str]
     scenario: Callable[[], Any]
+    #: what the user has made before the operator starts (path, body), and the list its steady state fills
+    objects: tuple[tuple[str, dict[str, Any]], ...] = (
+        ("/api/v1/namespaces/default/configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": "app", "labels": {"app.example/want": "secret"}}}),)
+    ready: tuple[str, dict[str, str]] = (SECRETS, {"labelSelector": "app.example/owner=app"})
 
 
 def _official() -> Subject:
@@ -79,7 +85,21 @@ def _go() -> Subject:
                    lambda: scenario)
 
 
-SUBJECTS: dict[str, Callable[[], Subject]] = {"official": _official, "kopf": _kopf, "go": _go}
+def _lightkube() -> Subject:
+    from examples.lightkube_operator import APP, CRD, process_scenario, secret_name
+
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": CRD.name}, "spec": CRD.spec}
+    app = {"apiVersion": "example.com/v1", "kind": "App", "metadata": {"name": APP}, "spec": {"engine": "postgres"}}
+    return Subject("lightkube (anyio)", lambda: [sys.executable, "-m", "examples.lightkube_operator", "--buggy"], {},
+                   lambda: process_scenario,
+                   objects=(("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd),
+                            ("/apis/example.com/v1/namespaces/default/apps", app)),
+                   ready=(SECRETS, {"fieldSelector": f"metadata.name={secret_name(APP)}"}))
+
+
+SUBJECTS: dict[str, Callable[[], Subject]] = {"official": _official, "kopf": _kopf, "lightkube": _lightkube,
+                                              "go": _go}
 
 
 def _trusting(kubeconfig: Path) -> ssl.SSLContext:
@@ -98,10 +118,13 @@ def bare(subject: Subject, folder: Path) -> float:
         found = re.search(r"https://127\.0\.0\.1:\d+", serve.stdout.readline().decode())
         assert found, "serve printed no URL"
         with httpx.Client(base_url=found.group(0), timeout=10, verify=_trusting(kubeconfig)) as api:
-            created = api.post("/api/v1/namespaces/default/configmaps", json={
-                "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app",
-                                                                      "labels": {"app.example/want": "secret"}}})
-            assert created.status_code == 201, created.text
+            for path, body in subject.objects:
+                for _ in range(100):  # (a CRD's resource is served once it is established)
+                    created = api.post(path, json=body)
+                    if created.status_code != 404:
+                        break
+                    time.sleep(0.05)
+                assert created.status_code == 201, created.text
             log = folder / "operator.log"
             argv = subject.argv()
             with log.open("wb") as out:
@@ -110,7 +133,7 @@ def bare(subject: Subject, folder: Path) -> float:
                                                               **subject.env},
                                          stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             while time.perf_counter() - started < 60:
-                if api.get(SECRETS, params={"labelSelector": "app.example/owner=app"}).json()["items"]:
+                if api.get(subject.ready[0], params=subject.ready[1]).json()["items"]:
                     return time.perf_counter() - started
                 time.sleep(0.01)
             raise AssertionError(f"no Secret within 60 s:\n{log.read_text(errors='replace')[-2000:]}")
