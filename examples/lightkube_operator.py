@@ -59,7 +59,9 @@ import base64
 import hashlib
 import logging
 import math
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -73,6 +75,7 @@ import harness as h
 from harness.kube import APIServer, KubeObject
 from harness.operators import Operator
 
+ROOT = Path(__file__).resolve().parents[1]
 NAMESPACE, APP = "default", "db"
 log = logging.getLogger("app-operator")
 APP_UID = "example.com/app-uid"  # the annotation that ties a Secret to one App (by UID, not by name)
@@ -269,6 +272,23 @@ async def scenario(world: h.World, *, fixed: bool = False) -> None:
     api = APIServer(world)
     await api.create(CRD)
     Operator(api, "app-operator", main, fixed).start()
+    await _user(world, api)
+
+
+@h.scenario
+async def process_scenario(world: h.World, *, fixed: bool = False) -> None:
+    """The same user, the same operator run as its own OS process (``python -m examples.lightkube_operator``, on
+    asyncio, its client from ``KUBECONFIG``), searched at the API boundary as any operator process is."""
+    from harness.operators import ExternalOperator
+
+    api = APIServer(world)
+    await api.create(CRD)
+    ExternalOperator(api, "app-operator", [sys.executable, "-m", "examples.lightkube_operator",
+                                           "--fixed" if fixed else "--buggy"], cwd=ROOT).start()
+    await _user(world, api)
+
+
+async def _user(world: h.World, api: APIServer) -> None:
     world.invariant(credentials_never_replaced(api), name="an App's credentials are never replaced while it lives")
     secret = secret_name(APP)
 
@@ -281,3 +301,8 @@ async def scenario(world: h.World, *, fixed: bool = False) -> None:
     world.eventually(secret_gone, within=CLEANUP_WITHIN, name=f"the Secret of a deleted App goes within {CLEANUP_WITHIN:g} s")
     await until(world, f"Secret {secret} is gone", lambda: api.peek("Secret", NAMESPACE, secret) is None)
     await api.create(KubeObject("App", NAMESPACE, APP, spec={"engine": "postgres"}))
+
+
+if __name__ == "__main__":  # the operator as its own process (``process_scenario``)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    anyio.run(main, "--fixed" in sys.argv[1:])

@@ -51,6 +51,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ._waits import ThreadWaits
+
 _PROC = Path("/proc")
 #: thread states of proc(5) that mean "working": running or runnable, and uninterruptible sleep (I/O)
 _WORKING = frozenset("RD")
@@ -95,6 +97,14 @@ class ProcessLoad:
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self._ticks: int | None = None
+        self._pids: list[int] = [pid]  # the process tree at the last look
+        self._waits = ThreadWaits()
+
+    def settled(self, horizon: float) -> bool:
+        """Whether every thread of the process tree (as of the last :meth:`busy`) waits for the world, with no
+        timer of at most ``horizon`` seconds of its own, and none ran since the last call
+        (``harness.operators._waits``)."""
+        return self._waits.settled(self._pids, horizon)
 
     def busy(self) -> bool:
         """Whether a thread of the process tree is working now, or their CPU time grew since the last look."""
@@ -114,4 +124,5 @@ class ProcessLoad:
             todo.extend(children)
         grew = self._ticks is not None and ticks > self._ticks
         self._ticks = ticks
+        self._pids = sorted(seen)
         return working or grew

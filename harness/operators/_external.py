@@ -119,6 +119,11 @@ def _level_of(line: str) -> str:
     return next((level for word, level in _LEVELS if word in line), "INFO")
 
 
+#: real seconds after a process's last traffic before its threads' waits may end a quiescence wait early
+SETTLE_MARGIN = 0.01
+#: how often the quiescence wait looks at a process's threads (real seconds)
+LOOK_EVERY = 0.005
+
 #: exit codes of a process that never ran: the shell's "cannot execute" and "not found"
 _COULD_NOT_RUN = (126, 127)
 
@@ -147,6 +152,7 @@ class ExternalOperator:
         watch_ends: bool = False,
         compactions: bool = False,
         tls: bool = True,
+        settle: bool = True,
     ) -> None:
         """``argv`` runs the operator (``["./manager", "--leader-elect=false"]``); ``env`` adds to the
         harness's own environment (``KUBECONFIG`` is set for it), ``cwd`` is where it runs.
@@ -160,6 +166,9 @@ class ExternalOperator:
         ``tls``: serve HTTPS as kube-apiserver does, the CA in the kubeconfig (``certificate-authority-data``; one CA
         and certificate per harness process, ``harness/kube/_http/_tls.py``); ``False`` serves plain ``http://``,
         which some clients refuse (``@kubernetes/client-node`` 1.x sends nothing).
+        ``settle``: end a quiescence wait as soon as every thread of the process waits for the world with no timer
+        of its own within ``quiet`` (``harness.operators._waits``), rather than after ``quiet`` of silence;
+        ``False`` keeps the silence rule alone.
         """
         if not argv:
             raise ValueError(f"ExternalOperator {name!r}: argv is empty; give the command that runs the operator")
@@ -194,6 +203,13 @@ class ExternalOperator:
         self._inflight = 0
         self._last = 0.0
         self._load: ProcessLoad | None = None  # whether the running process computes (harness.operators._busy)
+        #: whether its threads' waits may end a quiescence wait before ``quiet`` (``harness.operators._waits``)
+        self.settle = settle
+        self.look_every = LOOK_EVERY if settle else float("inf")
+        #: quiescence waits for the process (and of them, ended by its threads' waits, not ``quiet``), all runs
+        self.waits = 0
+        self.settled_waits = 0
+        self._ended_settled = False
         self._requests_of_incarnation = 0
         self._killed: set[int] = set()  # pids the harness itself ended
         self._dir: Path | None = None
@@ -296,6 +312,9 @@ class ExternalOperator:
     def settled(self) -> None:
         """The process is quiescent: the requests that came in meanwhile become actors, in order of their names
         (then bodies), not of their arrival, which is the process's threads' and differs from run to run."""
+        self.waits += 1
+        self.settled_waits += self._ended_settled
+        self._ended_settled = False
         if self.world.noting:
             self._note_output()
         arrived, self._arrived = self._arrived, []
@@ -332,6 +351,7 @@ class ExternalOperator:
 
     # ------------------------------------------------------------------ the Outside protocol
     def _activity(self, delta: int) -> None:
+        self._ended_settled = False
         self._inflight = max(0, self._inflight + delta)
         self._last = real_monotonic()
         self.stirred = True
@@ -343,9 +363,22 @@ class ExternalOperator:
         if self._inflight:
             return None
         now = real_monotonic()
-        if self._load is not None and not self._gone() and self._load.busy():
-            self._last = now
+        if self._load is not None and not self._gone():
+            if self._load.busy():
+                self._last = now
+            elif self._settled(now):
+                self._ended_settled = True
+                return max(now - self._last, self._quiet)
         return now - self._last
+
+    def _settled(self, now: float) -> bool:
+        """Whether the process, idle now, waits for the world with no timer of its own within ``quiet`` (its
+        threads' blocking calls and their timeouts: ``harness.operators._waits``): then the wait ends without
+        sitting out the rest of ``quiet``. Only after its first request (a process starting up may wait on
+        anything) and :data:`SETTLE_MARGIN` after its last traffic (the loopback's delivery of what it was sent)."""
+        assert self._load is not None
+        return (self.settle and self._requests_of_incarnation > 0 and now - self._last >= SETTLE_MARGIN
+                and self._load.settled(self._quiet))
 
     def quiet(self) -> float:
         """How long it must stay silent to count as waiting for the world: ``quiet``, or before its first request

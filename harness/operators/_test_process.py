@@ -211,8 +211,12 @@ class TestProcess(ExternalOperator):
             return None
         now = real_monotonic()
         polling = now - self._polled_at < self._quiet
-        if not polling and self._load is not None and not self._gone() and self._load.busy():
-            self._last = now
+        if not polling and self._load is not None and not self._gone():
+            if self._load.busy():
+                self._last = now
+            elif self._settled(now):
+                self._ended_settled = True
+                return max(now - self._last, self._quiet)
         return now - self._last
 
     def _recording(self, fn: Any, key: tuple[str, str]) -> Any:

@@ -38,6 +38,9 @@ class Outside(Protocol):
     #: something happened since the last wait (a request came in, a reply or watch event went out)
     stirred: bool
 
+    #: how often the wait looks at it (real seconds; ``inf``: when its ``quiet`` may have passed)
+    look_every: float
+
     def quiet_for(self) -> float | None:
         """Real seconds since its last activity, or None while something is in flight (a request half read)."""
         ...
@@ -119,7 +122,7 @@ async def wait_quiescent(outsides: list[Outside], stopped: Callable[[], bool], t
             q = o.quiet_for()
             need = o.quiet()
             if q is None or q < need:
-                waits.append(need - (q or 0.0))
+                waits.append(min(need - (q or 0.0), o.look_every))
         left = max(o.bound() for o in stirred) - (real_monotonic() - start)
         if not waits or left <= 0:
             break

@@ -419,6 +419,9 @@ class Calls:
     :meth:`settled` hands each answer to the actor that waits for it, so when an answer arrives, in real time,
     never decides where it lands among the world's steps."""
 
+    #: (the wait looks when a call's answer pokes it)
+    look_every = math.inf
+
     def __init__(self, world: World) -> None:
         import trio
 

@@ -1,0 +1,234 @@
+"""What each thread of an OS process is blocked on: whether it waits for the world, or has set itself a short timer.
+
+The quiescence wait (``harness.sim._outside``) ends when an operator process
+has been silent and idle for ``quiet`` seconds: ``quiet`` covers the process's
+own timers (a reaction that sleeps 0.1 s before it sends), so it is paid after
+every step that touched the process, most of which cause nothing. Linux shows
+more than silence: for each thread, ``/proc/<pid>/task/<tid>/syscall`` names the
+system call it is blocked in and that call's arguments, among them the timeout
+it asked for (``proc(5)``). A thread blocked in ``read`` on a watch, in
+``epoll_pwait`` with no timeout or one of half a second, or in a ``futex``
+wait with none, can only be woken by the world (bytes on a socket) or by
+another thread of its own (which is then running, or itself blocked in the same
+way); a thread blocked with a timeout of at most ``quiet`` is a timer that the
+``quiet`` rule would have waited for.
+
+So :meth:`ThreadWaits.settled` says a process tree is *settled* when, at this
+look, every thread is asleep (``S``), in a call the table below knows, with no
+timeout or one longer than the horizon (the operator's ``quiet``), no thread
+ran since the previous look (each thread's run count and CPU nanoseconds in
+``/proc/<pid>/task/<tid>/schedstat`` unchanged, the same threads alive), and
+none of its TCP sockets holds bytes it has not read (``rx_queue`` of
+``/proc/<pid>/net/tcp``). A settled process ends the wait at once, whatever is
+left of ``quiet``; one that is not falls back to the ``quiet`` rule, so the
+rule never waits longer than before. Where a timeout is a pointer (``futex``,
+``nanosleep``, ``clock_nanosleep``, ``ppoll``, ``pselect6``, ``epoll_pwait2``)
+its ``timespec`` is read from ``/proc/<pid>/mem`` (a process may read its
+children's memory: ``ptrace(2)``'s access mode); an absolute deadline is
+compared with the clock it names.
+
+Why that is sound for the timers ``quiet`` covered: a timer of at most
+``quiet`` set by the process is a thread in a timed wait of at most ``quiet``
+(its own, or a runtime's netpoller waiting for its earliest timer: Go's
+``netpoll(delay)`` blocks in ``epoll_pwait`` until the next timer of any
+goroutine, ``runtime/netpoll_epoll.go``; asyncio's loop in ``epoll_wait`` until
+its next ``call_at``, ``selectors.EpollSelector``), which makes the process
+unsettled until it fires; a relative timeout is judged by its length, not by
+what is left of it (that is unknown), which only errs towards waiting. A thread
+woken by a reply is running or runnable at the next look, or ran since the last
+one (its run count grew). What is not seen: a timer kept by a thread that
+is running (it is busy anyway), and one longer than ``quiet`` (the ``quiet``
+rule did not cover those either).
+
+Measured on the Go example manager at rest: one thread in ``epoll_pwait`` with
+499 ms (the work queues' 500 ms metrics tickers, client-go
+``util/workqueue/queue.go``), the runtime's ``sysmon`` in a ``futex`` wait
+until the same timer, the others in untimed ``futex`` waits.
+
+Unavailable (not Linux x86-64 or arm64, no ``/proc``, a file it may not read):
+never settled, and the wait is the ``quiet`` rule as before.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import struct
+import time
+from pathlib import Path
+
+_PROC = Path("/proc")
+
+#: how a call's timeout is passed: an int of milliseconds in argument ``i`` (``("ms", i)``), a relative
+#: ``timespec`` (``("ts", i)``) or ``timeval`` (``("tv", i)``) at the address in argument ``i`` (0: none), or none at
+#: all (``("none", 0)``: only the world or another thread ends the call). ``futex`` and ``clock_nanosleep`` are their
+#: own kinds (their flags say whether the deadline is absolute).
+_KINDS_X86_64 = {
+    0: ("none", 0), 1: ("none", 0), 17: ("none", 0), 19: ("none", 0), 20: ("none", 0),  # read write pread64 readv writev
+    42: ("none", 0), 43: ("none", 0), 44: ("none", 0), 45: ("none", 0), 46: ("none", 0), 47: ("none", 0),
+    288: ("none", 0), 61: ("none", 0), 247: ("none", 0), 34: ("none", 0), 130: ("none", 0),
+    # connect accept sendto recvfrom sendmsg recvmsg accept4 wait4 waitid pause rt_sigsuspend
+    7: ("ms", 2), 232: ("ms", 3), 281: ("ms", 3),  # poll epoll_wait epoll_pwait
+    23: ("tv", 4), 270: ("ts", 4), 271: ("ts", 2), 441: ("ts", 3), 35: ("ts", 0), 128: ("ts", 2),
+    # select pselect6 ppoll epoll_pwait2 nanosleep rt_sigtimedwait
+    202: ("futex", 0), 230: ("clock", 0),
+}
+#: the same for arm64 (the generic table, ``include/uapi/asm-generic/unistd.h``)
+_KINDS_AARCH64 = {
+    63: ("none", 0), 64: ("none", 0), 67: ("none", 0), 65: ("none", 0), 66: ("none", 0),
+    203: ("none", 0), 202: ("none", 0), 206: ("none", 0), 207: ("none", 0), 211: ("none", 0), 212: ("none", 0),
+    242: ("none", 0), 260: ("none", 0), 95: ("none", 0), 133: ("none", 0),
+    22: ("ms", 3),  # epoll_pwait
+    72: ("ts", 4), 73: ("ts", 2), 441: ("ts", 3), 101: ("ts", 0), 137: ("ts", 2),
+    98: ("futex", 0), 115: ("clock", 0),
+}
+_KINDS = {"x86_64": _KINDS_X86_64, "amd64": _KINDS_X86_64, "aarch64": _KINDS_AARCH64,
+          "arm64": _KINDS_AARCH64}.get(platform.machine().lower())
+
+#: futex operations (``futex(2)``): the low bits; FUTEX_CLOCK_REALTIME and FUTEX_PRIVATE_FLAG are flags
+_FUTEX_CMD = 0x7F
+_FUTEX_WAIT, _FUTEX_WAIT_BITSET, _FUTEX_WAIT_REQUEUE_PI, _FUTEX_LOCK_PI2 = 0, 9, 11, 13
+_FUTEX_CLOCK_REALTIME = 256
+_TIMER_ABSTIME = 1
+_CLOCK_REALTIME = 0
+_UNKNOWN = float("inf")  # sentinel: a timed wait whose timeout could not be read
+
+
+def _timespec(pid: int, address: int, *, micro: bool = False) -> float | None:
+    """The ``timespec`` (or ``timeval``) at ``address`` in process ``pid``'s memory, in seconds; None: unreadable."""
+    try:
+        fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        raw = os.pread(fd, 16, address)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(raw) < 16:
+        return None
+    sec, frac = struct.unpack("qq", raw)
+    return float(sec) + float(frac) / (1e6 if micro else 1e9)
+
+
+def _timeout(pid: int, words: list[str]) -> float | None:
+    """The timeout (seconds from now, at most) of the call a thread is blocked in, from its ``syscall`` line:
+    None when it has none, :data:`_UNKNOWN` when it has one this cannot read or the call is not in the table."""
+    if _KINDS is None or not words or not words[0].lstrip("-").isdigit():
+        return _UNKNOWN
+    nr = int(words[0])
+    kind, i = _KINDS.get(nr, ("?", 0))
+    try:
+        args = [int(w, 16) for w in words[1:7]]
+    except ValueError:
+        return _UNKNOWN
+    if kind == "none":
+        return None
+    if kind == "ms":
+        ms = args[i] if args[i] < 2**31 else args[i] - 2**32  # an int: -1 is "no timeout"
+        return None if ms < 0 else ms / 1000
+    if kind in ("ts", "tv"):
+        if args[i] == 0:
+            return None
+        seconds = _timespec(pid, args[i], micro=kind == "tv")
+        return _UNKNOWN if seconds is None else seconds
+    if kind == "futex":
+        cmd = args[1] & _FUTEX_CMD
+        if cmd not in (_FUTEX_WAIT, _FUTEX_WAIT_BITSET, _FUTEX_WAIT_REQUEUE_PI, _FUTEX_LOCK_PI2):
+            return _UNKNOWN
+        if args[3] == 0:
+            return None
+        seconds = _timespec(pid, args[3])
+        if seconds is None:
+            return _UNKNOWN
+        if cmd == _FUTEX_WAIT:  # relative; the others are absolute, on the clock their flag names
+            return seconds
+        now = time.time() if args[1] & _FUTEX_CLOCK_REALTIME else time.monotonic()
+        return max(0.0, seconds - now)
+    if kind == "clock":  # clock_nanosleep(clockid, flags, request, remain)
+        seconds = _timespec(pid, args[2])
+        if seconds is None:
+            return _UNKNOWN
+        if not args[1] & _TIMER_ABSTIME:
+            return seconds
+        now = time.time() if args[0] == _CLOCK_REALTIME else time.monotonic()
+        return max(0.0, seconds - now)
+    return _UNKNOWN
+
+
+def _unread(pid: int, inodes: set[int]) -> bool:
+    """Whether one of the TCP sockets ``inodes`` holds received bytes not yet read (``rx_queue``)."""
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = (_PROC / str(pid) / "net" / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if len(f) > 9 and int(f[9]) in inodes and int(f[4].split(":")[1], 16):
+                return True
+    return False
+
+
+def _sockets(pid: int) -> set[int] | None:
+    """The inodes of process ``pid``'s sockets; None: unreadable."""
+    inodes = set()
+    try:
+        fds = os.listdir(_PROC / str(pid) / "fd")
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            target = os.readlink(_PROC / str(pid) / "fd" / fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(int(target[8:-1]))
+    return inodes
+
+
+class ThreadWaits:
+    """Looks at the threads of a set of processes: :meth:`settled` says whether all wait for the world (module)."""
+
+    #: whether this system shows what it reads
+    available = _KINDS is not None and (_PROC / "self" / "task").is_dir()
+
+    def __init__(self) -> None:
+        self._runs: dict[tuple[int, str], bytes] | None = None  # (pid, tid) -> schedstat at the last look
+
+    def settled(self, pids: list[int], horizon: float) -> bool:
+        """Whether every thread of ``pids`` is asleep in a known call with no timeout, or one over ``horizon``
+        seconds, none ran since the last look, and no socket of theirs has unread bytes."""
+        if not self.available:
+            return False
+        runs: dict[tuple[int, str], bytes] = {}
+        settled = True
+        for pid in pids:
+            base = _PROC / str(pid) / "task"
+            try:
+                tids = os.listdir(base)
+            except OSError:
+                settled = False  # it ended meanwhile: the next look decides
+                continue
+            for tid in tids:
+                try:
+                    stat = (base / tid / "stat").read_bytes()
+                    runs[(pid, tid)] = (base / tid / "schedstat").read_bytes()
+                    words = (base / tid / "syscall").read_text().split() if settled else []
+                except OSError:
+                    settled = False
+                    continue
+                if not settled:
+                    continue
+                if stat[stat.rfind(b")") + 2:][:1] != b"S":
+                    settled = False
+                    continue
+                timeout = _timeout(pid, words)
+                if timeout is not None and timeout <= horizon:
+                    settled = False
+            if settled:
+                inodes = _sockets(pid)
+                settled = inodes is not None and not _unread(pid, inodes)
+        previous, self._runs = self._runs, runs
+        return settled and previous == runs
