@@ -137,7 +137,8 @@ class LocalPool:
             initializer=_worker_start, initargs=(self.family.token,),
         )
         self._closed = threading.Event()
-        self._forwarded = False  # a worker's second signal is its at-once exit: each is asked once
+        self._forwarded = False  # a worker's second SIGINT is its at-once exit: the stop is forwarded once
+        self._lock = threading.Lock()
         self._watch = threading.Thread(target=self._forward_stop, name="race-harness-pool", daemon=True)
         self._watch.start()
 
@@ -180,7 +181,7 @@ class LocalPool:
         self._closed.set()
         stopping = stop_requested()
         self._note_pids()
-        if stopping and not self._forwarded:
+        if stopping:
             self._signal_workers()
         self._executor.shutdown(wait=not stopping, cancel_futures=True)
         self.family.end(STOP_GRACE if stopping else 0.5)
@@ -191,12 +192,17 @@ class LocalPool:
         self.family.pids.update(dict(getattr(self._executor, "_processes", None) or {}))
 
     def _signal_workers(self) -> None:
-        self._forwarded = True
-        for pid in sorted(self.family.pids):
-            try:
-                os.kill(pid, signal.SIGINT)
-            except OSError:
-                pass
+        """SIGINT to every worker, once for the pool's life (from the watcher or from :meth:`close`, whichever
+        comes first): a worker's second SIGINT is its at-once exit."""
+        with self._lock:
+            if self._forwarded:
+                return
+            self._forwarded = True
+            for pid in sorted(self.family.pids):
+                try:
+                    os.kill(pid, signal.SIGINT)
+                except OSError:
+                    pass
 
     def _forward_stop(self) -> None:
         """A stop asked here (Ctrl-C, SIGTERM, a closed pipe) is asked of every worker, once."""

@@ -35,11 +35,17 @@ def _check_cluster(args: argparse.Namespace) -> Any:
     return parse_cluster(args.cluster)
 
 
+#: the programs outside the world by the names of the classes that wait for them, where the class is not the word
+_OUTSIDE_WORDS = {"Calls": "admission webhook server"}
+
+
 def _outside_searches(args: argparse.Namespace, targets: list[_Target]) -> dict[tuple[int, str], str]:
     """The searches whose subject runs a program outside the world (an OS process): (target, variant) -> what.
 
-    A test command (``hunt-test``) always is one. Any other scenario is probed: its canonical run up to the
-    first program outside it would start (``harness.sim._driver.waits_for_outside``; milliseconds in process).
+    A test command (``hunt-test``) always is one. A scenario whose module uses ``harness.operators``'
+    processes (:func:`_may_run_processes`) is probed: its canonical run up to the first program outside it
+    would start (``harness.sim._driver.waits_for_outside``), so a variant or a parameter that starts none
+    stays in process. Any other scenario is not run an extra time: a model in process searches as before.
     A hand-written ``--plan`` is one run: nothing to share among workers.
     """
     if getattr(args, "plan_entries", None) is not None:
@@ -51,10 +57,33 @@ def _outside_searches(args: argparse.Namespace, targets: list[_Target]) -> dict[
     found = {}
     for t in targets:
         for v in t.variants:
+            if not _may_run_processes(t.scenario):
+                continue
             what = waits_for_outside(t.scenario, params=dict(t.params_by_variant[v]))
             if what is not None:
+                what = _OUTSIDE_WORDS.get(what, what)
                 found[(id(t), v)] = f"an {what}" if what[:1] in "AEIOU" else f"a {what}"
     return found
+
+
+def _may_run_processes(scenario: Any) -> bool:
+    """Whether the scenario's module holds ``harness.operators``' process classes (``ExternalOperator``, ``TestProcess``,
+    a subclass) or the package itself: read from its globals, so nothing is imported or run to say no.
+
+    A scenario that reaches them only through a module of its own is searched in process (as before: slower,
+    the same verdicts); the header line of a hunt says when its searches went to workers.
+    """
+    import inspect
+
+    module = sys.modules.get(getattr(inspect.unwrap(scenario), "__module__", "") or "")
+    for value in vars(module).values() if module is not None else ():
+        if inspect.ismodule(value) and value.__name__.startswith("harness.operators"):
+            return True
+        if inspect.isclass(value) and any(
+            c.__module__ == "harness.operators._external" and c.__name__ == "ExternalOperator" for c in value.__mro__
+        ):
+            return True
+    return False
 
 
 def _hunt_on_cluster(
