@@ -20,8 +20,10 @@ findings and their trace digests are the canonical minima the in-process hunt
 reports; findings are grouped by :meth:`Counterexample.signature`, as the
 pytest plugin's ``--race-hunt`` does.
 
-Dask is imported only here, and this module only under ``--cluster``: the core
-keeps no dependency on it (``pip install 'race-harness[cluster]'``).
+Dask is imported only in :func:`open_cluster`, and only under ``--cluster``: the core
+keeps no dependency on it (``pip install 'race-harness[cluster]'``). A hunt whose
+subject runs OS processes runs the same shards on a pool of processes on this
+machine (``harness/_pool.py``), which has the part of Dask's client used here.
 
 Rejected: ``client.map`` over the whole hunt and ``gather`` at the end -- one
 lost shard would take every finding with it and Ctrl-C would keep nothing;
@@ -92,13 +94,16 @@ class Search:
     label: str
     scenario: str  # scenario_ref: resolved on the worker from the module or file it names
     params: dict[str, Any]
-    strategy: str | None
+    strategy: Any  # a strategy's name, or a Strategy (hunt-test's portfolio in short turns): its seed is the shard's
     faults: Any  # a fault spec as explore() takes it (a string, a frozenset or None)
     runs: int | None
     seconds: float | None
     #: the shard shrinks what it finds and leaves the minimality proof to the client, which runs it with its
     #: referee's shards on the cluster (:func:`prove_findings`); False: each shard proves on its worker
     prove_on_client: bool = True
+    #: explore()'s other options: shrink_budget, and canonical_first (shard 0 only: the canonical order is the same
+    #: run in every shard, so one of them runs it)
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -121,7 +126,7 @@ def plan_shards(searches: list[Search], seed: int, shards: int, workers: int) ->
     """
     out: list[Shard] = []
     for i, s in enumerate(searches):
-        name = (s.strategy or "").partition(":")[0]
+        name = _strategy_name(s.strategy)
         count = 1 if name in _UNSHARDED else shards
         if s.runs is not None:
             for k, runs in enumerate(split_runs(s.runs, count)):
@@ -130,6 +135,12 @@ def plan_shards(searches: list[Search], seed: int, shards: int, workers: int) ->
             seconds = (s.seconds or 1.0) * (workers if count > 1 else 1) / count
             out.extend(Shard(i, k, shard_seed(seed, k), None, seconds) for k in range(count))
     return out
+
+
+def _strategy_name(strategy: Any) -> str:
+    if strategy is None or isinstance(strategy, str):
+        return (strategy or "").partition(":")[0].strip()
+    return str(getattr(strategy, "name", ""))
 
 
 def run_shard(search: Search, shard: Shard) -> dict[str, Any]:
@@ -142,7 +153,13 @@ def run_shard(search: Search, shard: Shard) -> dict[str, Any]:
     from .explore._counterexample import resolve_scenario
 
     scenario = resolve_scenario(search.scenario)
-    options: dict[str, Any] = {"strategy": search.strategy} if search.strategy else {}
+    strategy = search.strategy
+    if dataclasses.is_dataclass(strategy) and not isinstance(strategy, type) and hasattr(strategy, "seed"):
+        strategy = dataclasses.replace(strategy, seed=shard.seed)  # a strategy made with the hunt's seed: the shard's
+    options: dict[str, Any] = {"strategy": strategy} if strategy else {}
+    options.update(search.options)
+    if shard.index != 0:
+        options.pop("canonical_first", None)
     result = explore(
         scenario,
         **options,
@@ -291,12 +308,13 @@ def _summed_space(space: str, done: list[dict[str, Any]]) -> str:
                   space, count=1)
 
 
-def prove_findings(sharded: ShardedResult, scenario: Any, client: Any) -> DaskShards:
+def prove_findings(sharded: ShardedResult, scenario: Any, client: Any, proof_budget: int = 5000,
+                   where: str = "the cluster") -> DaskShards:
     """Prove each finding of a search minimal here, its referee's shards on the cluster; findings that prove to
     one canonical minimum become one (their shards together). Returns the shard runner (its costs)."""
     from .explore import prove_found
 
-    shards = DaskShards(client)
+    shards = DaskShards(client, where)
     merged: dict[str, Finding] = {}
     result = sharded.result
     for f in sharded.findings:
@@ -304,7 +322,7 @@ def prove_findings(sharded: ShardedResult, scenario: Any, client: Any) -> DaskSh
             merged.setdefault(f.signature, f)
             continue
         was = f.counterexample
-        cx, runs = prove_found(scenario, was, shard_runner=shards)
+        cx, runs = prove_found(scenario, was, proof_budget=proof_budget, shard_runner=shards)
         result.runs += runs
         result.proof_runs = (result.proof_runs or 0) + runs
         if result.counterexample is was:
@@ -418,6 +436,8 @@ class ClusterHunt:
 
     def _collect(self) -> None:
         for fut in [f for f in self.futures if f.done()]:
+            if fut.status != "finished" and stop_requested():
+                continue  # (a worker stopped meanwhile: the stop's own end collects what came back)
             shard = self.futures.pop(fut)
             payload = fut.result()  # a shard that raised raises here, as the in-process search would
             self.payloads[shard.search][shard.index] = payload
@@ -527,14 +547,15 @@ class DaskShards:
     :class:`~harness.explore._exhaustive.InProcessShards` does.
     """
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, where: str = "the cluster") -> None:
         self.client = client
+        self.where = where
         self.costs: list[tuple[int, int, float]] = []
         self._wave = 0
 
     def describe(self) -> str:
         """One line on where the referee's runs went: shards, waves, and the largest shard against the mean."""
-        return describe_shard_costs(self.costs)
+        return describe_shard_costs(self.costs, self.where)
 
     def run_wave(
         self, scenario: Any, job: Any, shards: list[list[Any]], on_report: Any, should_stop: Any,
@@ -564,13 +585,13 @@ class DaskShards:
                     fut.cancel()
 
 
-def describe_shard_costs(costs: list[tuple[int, int, float]]) -> str:
+def describe_shard_costs(costs: list[tuple[int, int, float]], where: str = "the cluster") -> str:
     """"referee on the cluster: 412 shards in 9 waves, 38.2 s of runs, the largest shard 3.1x the mean"."""
     if not costs:
-        return "referee on the cluster: no shard ran"
+        return f"referee on {where}: no shard ran"
     seconds = [c[2] for c in costs]
     mean = sum(seconds) / len(seconds)
     waves = len({c[0] for c in costs})
     ratio = f", the largest shard {max(seconds) / mean:.1f}x the mean" if mean > 0 else ""
-    return (f"referee on the cluster: {len(costs):,} shard{'s' if len(costs) != 1 else ''} in {waves:,} "
+    return (f"referee on {where}: {len(costs):,} shard{'s' if len(costs) != 1 else ''} in {waves:,} "
             f"wave{'s' if waves != 1 else ''}, {sum(seconds):.1f} s of runs{ratio}")

@@ -61,11 +61,15 @@ from typing import Any
 
 #: the environment variable that marks every process of one operator process's family
 MARKER = "RACE_HARNESS_RUN"
+#: the one that marks a hunt's worker processes and every process they start (``harness._pool``)
+POOL_MARKER = "RACE_HARNESS_POOL"
 #: seconds the operator has to stop after SIGTERM (its leftovers get ``_LEFTOVER_GRACE`` more)
 DEFAULT_GRACE = 2.0
 _LEFTOVER_GRACE = 0.2
 #: seconds the SIGKILL rounds last at most (a process in uninterruptible sleep dies when its I/O ends)
 _KILL_BOUND = 3.0
+#: seconds a hunt's workers have to end at once (kill their operators, remove their folders) before SIGKILL
+_WORKER_EXIT = 1.0
 
 _PROC = Path("/proc")
 
@@ -85,13 +89,14 @@ def _fields(stat: bytes) -> list[bytes]:
     return stat[stat.rfind(b")") + 2:].split()
 
 
-def scan(tokens: Collection[str], groups: Collection[int] = ()) -> dict[int, str]:
-    """The live processes of this user carrying one of ``tokens`` in their environment, or in a session or process
-    group in ``groups``, or descended from one of those: pid -> the token (``""`` when found by group or parent)."""
+def scan(tokens: Collection[str], groups: Collection[int] = (), marker: str = MARKER) -> dict[int, str]:
+    """The live processes of this user carrying one of ``tokens`` in their environment (as ``marker``), or in a
+    session or process group in ``groups``, or descended from one of those: pid -> the token (``""`` when found
+    by group or parent)."""
     if not available():
         return {}
     uid, me = os.getuid(), os.getpid()
-    wanted = {f"{MARKER}={t}".encode() for t in tokens}
+    wanted = {f"{marker}={t}".encode() for t in tokens}
     parents: dict[int, int] = {}
     found: dict[int, str] = {}
     try:
@@ -122,7 +127,7 @@ def scan(tokens: Collection[str], groups: Collection[int] = ()) -> dict[int, str
             env = (base / "environ").read_bytes()
         except OSError:
             continue
-        if wanted and MARKER.encode() in env:
+        if wanted and marker.encode() in env:
             for entry in env.split(b"\0"):
                 if entry in wanted:
                     found[pid] = entry.decode().partition("=")[2]
@@ -209,6 +214,73 @@ class ProcessFamily:
         finally:
             self.ended = True
             _forget(self)
+
+
+class WorkerFamily(ProcessFamily):
+    """A hunt's worker processes (``harness._pool``) and every process they start, as one family.
+
+    Each worker is the leader of a session of its own and sets :data:`POOL_MARKER` to the family's token in its
+    environment before it runs anything, so the operator processes it starts (sessions of their own too) carry
+    it. Registered like an operator's family, so the second Ctrl-C's :func:`end_all` kills the workers and their
+    operators alike; :meth:`end` is a pool's own end after its workers were asked to stop.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pids: set[int] = set()
+        with _lock:
+            _families[self.token] = self
+            _install_atexit()
+
+    def members(self) -> list[int]:
+        if not available():  # (the workers alone: their operators' own families end with their runs)
+            return sorted(pid for pid in self.pids if _alive(pid))
+        return sorted(scan({self.token}, self.pids, marker=POOL_MARKER))
+
+    def _signal(self, sig: int, pids: list[int]) -> None:
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+
+    def kill(self) -> None:
+        """SIGTERM to the workers, which is their at-once exit (their operator processes killed and their runs'
+        folders removed first, ``harness._pool``), up to a second for them to go; then SIGKILL to every member."""
+        workers = [pid for pid in self.pids if _running(pid)]
+        for pid in workers:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + _WORKER_EXIT
+        while time.monotonic() < deadline and any(_running(pid) for pid in workers):
+            time.sleep(0.02)
+        super().kill()
+
+    def end(self, grace: float = DEFAULT_GRACE) -> None:
+        """Wait up to ``grace`` seconds for every member to be gone (the workers end their runs and operators
+        themselves), then end what is left (:meth:`kill`)."""
+        try:
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and self.members():
+                time.sleep(0.05)
+        finally:
+            self.kill()
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a worker that exited but is not reaped yet has done all it will)."""
+    if not available():
+        return _alive(pid)
+    try:
+        return _fields((_PROC / str(pid) / "stat").read_bytes())[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
 
 
 def _forget(family: ProcessFamily) -> None:

@@ -108,6 +108,15 @@ def _hunt_checked(args: argparse.Namespace, kept: _Kept) -> int:
     out_dir = _check_report_dir(args.report_dir)
     if cluster is not None:
         return _hunt_on_cluster(args, cluster, targets, budget, out_dir, kept)
+    from ._cluster_hunt import _hunt_on_pool, _outside_searches
+
+    outside = _outside_searches(args, targets)
+    if outside:  # a search of OS processes: its shards on every core (harness/_pool.py)
+        return _hunt_on_pool(args, outside, targets, budget, out_dir, kept)
+    if args.shards is not None:  # (--workers is let be: a search in process is never split, as its help says)
+        raise UsageError("--shards goes with --cluster (e.g. --cluster local:2 --shards 8) or a search whose "
+                         "scenario runs OS processes (an ExternalOperator, a test command); no search here does "
+                         "(they run in process, thousands of runs a second): leave it out")
 
     console = None
     if not args.json:

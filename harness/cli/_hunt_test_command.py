@@ -9,7 +9,9 @@ shrinking, proof, reports and exit codes) run on the marked scenario
 and ``replay`` runs the same command again (``replay --runs N`` says how often
 it reproduces). A failure found in the canonical order, with no deviation, is
 said as such: the test fails on its own (its own bug, or it needs what the
-served API lacks), not because of an order the search chose.
+served API lacks), not because of an order the search chose. A test command is
+a process: its search runs in shards on every core (``--workers``,
+``harness/_pool.py``), the canonical order in the first shard only.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ _EXIT = (
 
 def add_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
     """``hunt-test``: its options are ``hunt``'s search options and the command's own."""
-    from ._parser import _seed
+    from ._parser import _seed, add_workers
 
     t = sub.add_parser(
         "hunt-test", help="hunt the orders that make a test command fail (envtest, pytest) against the served API",
@@ -80,6 +82,7 @@ def add_parser(sub: Any, raw: type[argparse.HelpFormatter]) -> None:
                    help=f"real seconds one run of the command may take (default {DEFAULT_TIMEOUT:g})")
     t.add_argument("--no-cluster", action="store_true",
                    help="no namespace controller nor garbage collector beside the apiserver (envtest has neither)")
+    add_workers(t)
     t.add_argument("--json", action="store_true", help="one JSON object per search instead of a table")
     t.add_argument("--report-dir", default="reports", metavar="DIR", help="where traces and HTML go (default reports/)")
 
@@ -127,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     hunt = argparse.Namespace(
         targets=[SCENARIO], variant=None, expect="clean", strategy=strategy, shrink_budget=args.shrink_budget,
         seed=args.seed, faults=args.faults, budget=args.budget, proof_budget=args.proof_budget, plan=None,
-        yield_timeout=None, json=args.json, report_dir=args.report_dir, cluster=None, shards=None,
+        yield_timeout=None, json=args.json, report_dir=args.report_dir, cluster=None, shards=None, workers=args.workers,
         param=[f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in params.items()],
         test_command=" ".join(command),
     )

@@ -139,9 +139,11 @@ def _parser() -> _Parser:
     )
     h.add_argument(
         "--shards", type=int, default=None, metavar="N",
-        help="with --cluster: shards per search, each a Dask task with its own derived seed (default 4); "
-        "the same N gives the same shards on any number of workers",
+        help="with --cluster or a search of OS processes: shards per search, each a task with its own derived seed "
+        "(default 4 on a cluster; for processes, 4 or this machine's cores if more); the same N gives the same "
+        "shards on any number of workers",
     )
+    add_workers(h)
 
     lv = sub.add_parser(
         "live",
@@ -194,6 +196,18 @@ def _parser() -> _Parser:
         "to the violation, and its virtual time) instead of every step",
     )
     return p
+
+
+def add_workers(p: argparse.ArgumentParser) -> None:
+    """``--workers N``: how many cores a search of OS processes takes (``harness/_pool.py``)."""
+    p.add_argument(
+        "--workers", type=int, default=None, metavar="N",
+        help="a search whose scenario runs OS processes (an ExternalOperator, a test command) runs its shards on "
+        "N worker processes, each with its own operator processes and ports (default: every core this process "
+        "may use); --workers 1 runs the same shards here, one after another, to the same verdicts. A run costs "
+        "seconds of waiting on the real clock, so N workers take about 1/N of the time; each worker costs its "
+        "start-up (~1 s) and its memory. A search in process is never split",
+    )
 
 
 def _add_param(p: argparse.ArgumentParser, note: str = "") -> None:

@@ -43,6 +43,29 @@ def run_once(
     return _shown(chooser, world.outcome())
 
 
+def waits_for_outside(
+    scenario: Callable[..., Awaitable[object]], *, params: dict[str, Any] | None = None, limits: Limits = Limits(),
+) -> str | None:
+    """Whether the canonical run of ``scenario`` waits for a program outside the world (an operator's OS process):
+    the kind of the first one it meets (``"ExternalOperator"``), or None.
+
+    The probe's run stops where the first such program would join the world
+    (``World._add_outside`` raises before the program starts), so it costs the
+    scenario's set-up, never a process's start-up; a scenario with none runs to
+    its end, which in process costs milliseconds. A run that raises or fails
+    before meeting one says None: the search that follows reports it.
+    """
+    from ._choosers import PlanChooser
+
+    world = World(PlanChooser(), limits=limits, params=params)
+    world._probe_outside = True
+    try:
+        run_trio(world._main, scenario, clock=VirtualClock(world))
+    except Exception:
+        pass
+    return world.probed_outside
+
+
 def _shown(chooser: Chooser, out: RunOutcome) -> RunOutcome:
     """Hand the run to a chooser that asks to see what it decided (``seen(outcome)``: its trace, its notes)."""
     seen = getattr(chooser, "seen", None)

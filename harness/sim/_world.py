@@ -94,6 +94,10 @@ if TYPE_CHECKING:
 _HELD_LOOK = 0.05
 
 
+class OutsideProbed(Exception):
+    """Raised where a probe's run (:func:`harness.sim._driver.waits_for_outside`) meets its first program outside."""
+
+
 class World(_Dispatch, _Time, _Footprints, _Oracles):
     """One run of a scenario: actors, time, oracles and the trace.
 
@@ -223,6 +227,10 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
         self._outside_lot = tl.ParkingLot()  # the block watcher parks here while the scheduler waits outside
         #: real seconds the scheduler spent waiting for programs outside (``ExternalOperator``)
         self._outside_seconds = 0.0
+        #: a probe's run (:func:`harness.sim._driver.waits_for_outside`): stop where a program outside first joins
+        self._probe_outside = False
+        #: the kind of the first program outside the probe met (``"ExternalOperator"``), None: none
+        self.probed_outside: str | None = None
         #: called when a primitive's state changes (an Event set, a Queue put, a Lock released): the real
         #: clock's waiters re-check their guards; the deterministic scheduler re-checks them at every step
         self._wake: Callable[[], None] | None = None
@@ -380,7 +388,13 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
             chosen = self._dispatch()
 
     def _add_outside(self, outside: Outside) -> None:
-        """Wait for ``outside`` (a program beyond the world, see ``_outside``) to be quiescent between choices."""
+        """Wait for ``outside`` (a program beyond the world, see ``_outside``) to be quiescent between choices.
+
+        In a probe's run it raises :class:`OutsideProbed` instead, before the program is started: the probe
+        wanted to know that one would run, and the run ends there."""
+        if self._probe_outside:
+            self.probed_outside = type(outside).__name__
+            raise OutsideProbed(f"{type(outside).__name__} would run a program outside the world: the probe stops here")
         self._outsides.append(outside)
 
     def _poke_outside(self) -> None:
