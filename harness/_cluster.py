@@ -291,9 +291,11 @@ def _summed_space(space: str, done: list[dict[str, Any]]) -> str:
                   space, count=1)
 
 
-def prove_findings(sharded: ShardedResult, scenario: Any, client: Any) -> DaskShards:
+def prove_findings(sharded: ShardedResult, scenario: Any, client: Any, proof_budget: int = 5000) -> DaskShards:
     """Prove each finding of a search minimal here, its referee's shards on the cluster; findings that prove to
-    one canonical minimum become one (their shards together). Returns the shard runner (its costs)."""
+    one canonical minimum become one (their shards together). Returns the shard runner (its costs).
+
+    ``proof_budget`` is ``--proof-budget``: runs per entry and per worker (see :class:`DaskShards`)."""
     from .explore import prove_found
 
     shards = DaskShards(client)
@@ -304,7 +306,7 @@ def prove_findings(sharded: ShardedResult, scenario: Any, client: Any) -> DaskSh
             merged.setdefault(f.signature, f)
             continue
         was = f.counterexample
-        cx, runs = prove_found(scenario, was, shard_runner=shards)
+        cx, runs = prove_found(scenario, was, shard_runner=shards, proof_budget=proof_budget)
         result.runs += runs
         result.proof_runs = (result.proof_runs or 0) + runs
         if result.counterexample is was:
@@ -531,6 +533,9 @@ class DaskShards:
         self.client = client
         self.costs: list[tuple[int, int, float]] = []
         self._wave = 0
+        #: the worker threads connected now: a minimality proof's budget is this many times ``--proof-budget``
+        #: (a budget per worker, so that a proof on more workers reaches further in the same wall time)
+        self.workers = max(1, sum(client.nthreads().values()))
 
     def describe(self) -> str:
         """One line on where the referee's runs went: shards, waves, and the largest shard against the mean."""

@@ -90,7 +90,7 @@ def _hunt_on_cluster(
             for sharded in hunt.results():
                 t, variant = order[sharded.search]
                 # the shards shrank; the minimality proof of each finding runs here, its shards on the cluster
-                proof = prove_findings(sharded, t.scenario, client)
+                proof = prove_findings(sharded, t.scenario, client, getattr(args, "proof_budget", 5000))
                 if console is not None and proof.costs:
                     console.print(f"    minimality proof: {proof.describe()}", markup=False, highlight=False)
                 entry, failed = hunting._hunt_one(t, variant, args, budget, out_dir, console, None, kept,
