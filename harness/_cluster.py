@@ -311,7 +311,9 @@ def _summed_space(space: str, done: list[dict[str, Any]]) -> str:
 def prove_findings(sharded: ShardedResult, scenario: Any, client: Any, proof_budget: int = 5000,
                    where: str = "the cluster") -> DaskShards:
     """Prove each finding of a search minimal here, its referee's shards on the cluster; findings that prove to
-    one canonical minimum become one (their shards together). Returns the shard runner (its costs)."""
+    one canonical minimum become one (their shards together). Returns the shard runner (its costs).
+
+    ``proof_budget`` is ``--proof-budget``: runs per entry and per worker (see :class:`DaskShards`)."""
     from .explore import prove_found
 
     shards = DaskShards(client, where)
@@ -552,6 +554,9 @@ class DaskShards:
         self.where = where
         self.costs: list[tuple[int, int, float]] = []
         self._wave = 0
+        #: the worker threads connected now: a minimality proof's budget is this many times ``--proof-budget``
+        #: (a budget per worker, so that a proof on more workers reaches further in the same wall time)
+        self.workers = max(1, sum(client.nthreads().values()))
 
     def describe(self) -> str:
         """One line on where the referee's runs went: shards, waves, and the largest shard against the mean."""

@@ -3,6 +3,7 @@
 - ``lost_update``: two actors read-modify-write a counter (1 deviation).
 - ``order_violation``: an order bug that needs exactly 2 deviations among ~30 steps.
 - ``slow_liveness``: a bug that shows only as a 300-virtual-second delay.
+- ``paused_lost_updates``: two holds and the user's pick (3 entries), #3375's residual's shape.
 Each takes ``fixed`` so the same search shows both sides.
 """
 
@@ -110,6 +111,38 @@ async def slow_liveness(world: World, *, fixed: bool = False) -> None:
     world.spawn("j2", job, "j2", 2)
     for name in ("j1", "j2"):
         world.eventually(lambda n=name: n in done, within=10.0, name=f"{name} done within 10 s")
+
+
+@scenario
+async def paused_lost_updates(world: World, *, fixed: bool = False) -> None:
+    """Two counters each lose an update, and it shows only after the user's shorter pause: 3 entries.
+
+    The shape of #3375's residual (two holds and the user's pick): no plan of
+    two entries fails, and level 2 is thousands of plans (every pair of holds
+    with their siblings), more than a small proof budget runs on one worker.
+    Fixed: the writers take a lock, so no update is lost.
+    """
+    store = {"x": 0, "y": 0}
+    short = world.choose("user: pause before checking (0: 2 s, 1: 1 s)", 2) == 1
+    lock = world.Lock()
+
+    async def increment(var: str, warmup: int) -> None:
+        for i in range(warmup):
+            await world.step(f"warm up {var} {i}")
+        if fixed:
+            await lock.acquire()
+        await world.step(f"read {var}", key=var)
+        v = store[var]
+        await world.step(f"write {var}", key=var)
+        store[var] = v + 1
+        if fixed:
+            lock.release()
+
+    for var in ("x", "y"):
+        world.spawn(f"{var}-0", increment, var, 0)
+        world.spawn(f"{var}-1", increment, var, 1)
+    world.at_end(lambda: store != {"x": 1, "y": 1} or not short or "both updates lost, seen after the short pause",
+                 "no update lost in sight")
 
 
 # ----------------------------------------------------------------- a machine

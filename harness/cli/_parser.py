@@ -119,7 +119,10 @@ def _parser() -> _Parser:
                    "(--proof-budget), each counted apart on the verdict's line")
     h.add_argument("--proof-budget", default=5000, type=int, metavar="RUNS",
                    help="runs the minimality proof may take for each entry of the shrunk plan (a plan of k entries: "
-                   "k times this, for three entries at most; default 5,000); a proof cut by it says what it covered")
+                   "k times this, for three entries at most; default 5,000) and for each worker: with --cluster "
+                   "local:N or N remote workers, N times as many, in about the same wall time; a proof cut by it "
+                   "says what it covered, how many plans remain, about how long they would take, and the budget "
+                   "that would reach them")
     h.add_argument(
         "--plan", default=None, metavar="PLAN.json",
         help="run TARGET once under a hand-written plan (a JSON list of fault/hold/pick entries, or a trace file) "

@@ -52,6 +52,11 @@ MIN_SHARD_PLANS = 4
 #: ... and a wave is cut into this many shards when those two bounds allow it
 SHARDS_PER_WAVE = 64
 
+#: a cut search counts the distinct plans its budget left out of the next level (to say how many remain) up to
+#: this many: a hash each, where the plans themselves would be GBs (the frontier of a deep level); past it the
+#: count is a lower bound, as the rest of the count is ("at least": the siblings of runs to come are unknown)
+CUT_COUNTED = 1_000_000
+
 
 def cut_shards(n: int) -> list[int]:
     """The sizes of the shards of a wave of ``n`` plans, in plan order; a rule of ``n`` alone.
@@ -221,6 +226,10 @@ class ShardRunner(Protocol):
     waiting (a time budget, Ctrl-C).
     """
 
+    #: the workers its shards run on at once (in process: 1); a minimality proof's budget is per worker
+    #: (``_minimum.minimize``), so a proof on more workers reaches further in the same wall time
+    workers: int
+
     def run_wave(
         self, scenario: Callable[..., Any], job: RefereeJob, shards: list[list[Plan]],
         on_report: Callable[[PlanReport], bool], should_stop: Callable[[], bool],
@@ -229,6 +238,8 @@ class ShardRunner(Protocol):
 
 class InProcessShards:
     """The shards as a plain loop in this process; ``costs`` notes each shard's (wave, plans run, seconds)."""
+
+    workers = 1
 
     def __init__(self) -> None:
         self.costs: list[tuple[int, int, float]] = []
@@ -324,6 +335,16 @@ class _PlanSearch:
         self._next_by_group: dict[int, int] = {}
         #: a plan of the next level was left out because the budget can never run it: that level cannot complete
         self._next_cut = False
+        #: the distinct plans of the next level so left out (hash -> whether it extends to siblings; at most
+        #: :data:`CUT_COUNTED`), and their count for the level being run: with ``level_known``, how many plans a
+        #: cut search left at its level
+        self._cut_next: dict[int, bool] = {}
+        self._cut_here = 0
+        #: the current level's plans that extend to siblings (a hold "as long as its window allows"): known, and
+        #: run; the siblings their runs queued, and how many of those extend to siblings in turn
+        self._open = _Growth()
+        #: the last level's, when the current one has run too few of its own to go by (see :meth:`remaining`)
+        self._open_before: _Growth | None = None
         #: a level the proof did not start: (level, runs left), it has more plans than that (see :meth:`_run`)
         self.beyond_budget: tuple[int, int] | None = None
 
@@ -343,6 +364,11 @@ class _PlanSearch:
             nxt: list[Plan] = []
             self._next_by_group = {}
             cut, self._next_cut = self._next_cut, False
+            self._cut_here, cut_open = len(self._cut_next), sum(self._cut_next.values())
+            self._cut_next = {}
+            if self._open.ran:
+                self._open_before = self._open
+            self._open = _Growth(known=cut_open + sum(1 for p in level if _extends_to_siblings(p)))
             if self.likely_first and depth >= 2 and self._canonical_points is not None:
                 likely = likely_plans(level, self._canonical_points)
                 if likely and self._level(likely, depth, seen, nxt):
@@ -371,7 +397,11 @@ class _PlanSearch:
                 if not self._next_cut:
                     self.complete_levels = self.max_entries
                 else:  # the next level has plans (one at least) and none will run
-                    self.level_reached, self.level_done, self.level_known = depth + 1, 0, 1
+                    self.level_reached, self.level_done, self.level_known = depth + 1, 0, 0
+                    self._cut_here = max(1, len(self._cut_next))
+                    if self._open.ran:
+                        self._open_before = self._open
+                    self._open = _Growth(known=sum(self._cut_next.values()))
                 return
 
     def _level(self, queue: list[Plan], depth: int, seen: set[frozenset[Entry]], nxt: list[Plan]) -> bool:
@@ -418,12 +448,18 @@ class _PlanSearch:
             self._canonical_points = rep.points
         self.skipped += rep.skipped
         self.repeats += rep.repeats
+        if _extends_to_siblings(rep.plan):
+            self._open.ran += 1
         for sib in rep.siblings:
             key = frozenset(sib)
             if key not in seen and self._fits(sib):
                 seen.add(key)
                 queue.append(sib)
                 self.level_known += 1
+                self._open.siblings += 1
+                if _extends_to_siblings(sib):
+                    self._open.known += 1
+                    self._open.open_siblings += 1
         left = self.runner.runs_left()
         for child in rep.children:
             key = frozenset(child)
@@ -436,6 +472,8 @@ class _PlanSearch:
                 f = self._group(child)
                 if self._next_by_group.get(f, 0) >= left:
                     self._next_cut = True
+                    if len(self._cut_next) < CUT_COUNTED:
+                        self._cut_next[hash(key)] = _extends_to_siblings(child)
                     continue
             seen.add(key)
             nxt.append(child)
@@ -475,6 +513,29 @@ class _PlanSearch:
         if hook is not None:
             hook(self.phase, self.level_reached, self.level_done, self.level_known)
 
+    def remaining(self) -> tuple[int, int, int, str] | None:
+        """A cut search's level, how many of its plans did not run (at least), how many probably did not, and
+        what that estimate went by (None: nothing is left).
+
+        At least: its plans known (run, queued, or left out of the queue by
+        the budget, counted by :data:`CUT_COUNTED`) less those run. The
+        plans still to run that extend to siblings add more: as many as the
+        level's runs of such plans added so far, each (see :class:`_Growth`),
+        or, before twenty of them ran (a level cut before its own plans: only
+        its likely plans did), as many as the last level's did. An estimate,
+        said as one.
+        """
+        if self.complete_levels >= self.max_entries or self.found is not None:
+            return None
+        known = self.level_known + self._cut_here
+        left = known - self.level_done
+        if left <= 0:
+            return None
+        here = self._open
+        by, rate = ("its runs so far", here) if here.ran >= 20 or self._open_before is None else \
+            (f"level {self.level_reached - 1}'s runs", self._open_before)
+        return self.level_reached, left, left + rate.more(max(0, here.known - here.ran)), by
+
     def coverage(self) -> str:
         """What a cut search covered: "levels 0-1 complete; level 2: 1,204 of at least 3,310 plans run".
 
@@ -488,10 +549,34 @@ class _PlanSearch:
         if self.beyond_budget is not None:
             level, left = self.beyond_budget
             return f"{done}; level {level} has more plans than the {left:,} runs left: only its likely plans ran"
-        return (
-            f"{done}; level {c + 1}: {self.level_done:,} of at least {self.level_known:,} "
-            f"{_plural(self.level_known, 'plan')} run"
-        )
+        known = self.level_known + self._cut_here
+        return f"{done}; level {c + 1}: {self.level_done:,} of at least {known:,} {_plural(known, 'plan')} run"
+
+
+@dataclass
+class _Growth:
+    """How a level's plans that extend to siblings grew it: for a cut level's estimate (:meth:`_PlanSearch.remaining`).
+
+    ``known`` such plans (queued or left out), ``ran`` of them run, the
+    ``siblings`` their runs queued, ``open_siblings`` of which extend to
+    siblings in turn (the other hold of a plan of two still "as long as its
+    window allows"). Each such plan still to run adds ``siblings / ran``
+    plans, a share ``open_siblings / siblings`` of which add as many again: a
+    geometric series, its ratio capped at 0.9 (a level whose every sibling
+    extends again would be counted without end).
+    """
+
+    known: int = 0
+    ran: int = 0
+    siblings: int = 0
+    open_siblings: int = 0
+
+    def more(self, unrun: int) -> int:
+        """The plans ``unrun`` such plans probably add, siblings of siblings included."""
+        if not self.ran or not self.siblings:
+            return 0
+        share = min(0.9, self.open_siblings / self.siblings)
+        return round(unrun * (self.siblings / self.ran) / (1 - share))
 
 
 class _Dependence:

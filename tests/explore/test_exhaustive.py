@@ -84,3 +84,25 @@ def test_shards_follow_the_plan_order_only() -> None:
         sizes = cut_shards(n)
         assert sum(sizes) == n and max(sizes) - min(sizes) <= 1
         assert max(sizes) <= MAX_SHARD_PLANS and (min(sizes) >= MIN_SHARD_PLANS or len(sizes) == 1)
+
+
+def test_cut_proof_says_what_remains_on_the_command_line_and_its_page(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A proof its budget cut says how many plans of the level it cut are left, about how long they would take
+    and the budget that would reach them: in the trace, on the hunt's line and on the counterexample's page."""
+    target = str(Path(__file__).resolve().parents[1] / "toys.py") + ":paused_lost_updates"
+    code, out, err = run_main(capsys, "hunt", target, "--strategy", "random", "--seed", "1", "--proof-budget", "2",
+                              "--report-dir", str(tmp_path))
+    assert code == 0, err  # a scenario of ours promises nothing: its violation is a finding, not a failure
+    remains = re.compile(r"level 1: at least ([\d,]+) plans? not run(, about [\d,]+ by [^:]+)?: about \d+ (s|min|h) "
+                         r"more at [\d.]+ ms a run \(1 worker\); a proof budget of ([\d,]+) runs an entry "
+                         r"\(--proof-budget\) would likely reach them")
+    assert remains.search(" ".join(out.split())) is not None, out
+    [trace] = tmp_path.glob("*.json")
+    cx = h.Counterexample.load(trace)
+    assert cx.proved_minimal is None and remains.search(cx.proof), cx.proof
+    assert cx.proof.startswith("not proved minimal: no counterexample with <= 0 deviations; 1 not covered: stopped "
+                               "after 6 runs (level 0 complete; level 1: 5 of at least"), cx.proof
+    page = trace.with_suffix(".html").read_text()
+    assert remains.search(" ".join(page.split())) is not None

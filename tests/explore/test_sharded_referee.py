@@ -11,6 +11,7 @@ real one (two processes on 127.0.0.1), and the killed worker is killed by SIGKIL
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,9 @@ class _ReverseClient:
         self.pending: list[_Later] = []
         #: per wave: the shard indexes in the order they finished, and which of them had an accepted plan
         self.finished: list[list[tuple[int, bool]]] = []
+
+    def nthreads(self) -> dict[str, int]:
+        return {"tcp://127.0.0.1:1": 1}  # one worker of one thread: the proof's budget is the in-process one
 
     def submit(self, fn: Any, *args: Any, pure: bool = True) -> _Later:
         fut = _Later(self, fn, args)
@@ -225,3 +229,70 @@ def test_cut_sharded_proof_names_complete_levels(client: Any, small_shards: None
     assert here.outcome.split(" in ")[0] == there.outcome.split(" in ")[0]
     assert here.notes == there.notes
     assert any("complete; level" in n for n in there.notes) or "complete; level" in there.outcome, there.outcome
+
+
+def _three_entry_counterexample(scenario: Any, seed: int, **params: Any) -> h.Counterexample:
+    """A counterexample found and shrunk to its 3 entries, its minimality left for the test to prove."""
+    found = h.explore(scenario, seed=seed, prove_minimal=False, **params)
+    cx = found.counterexample
+    assert cx is not None and cx.plan is not None and len(cx.plan) == 3, found.outcome
+    return cx
+
+
+#: the toy's proof budget: its levels 0-2 are ~3,500 runs, more than 3 entries x 1,000 on one worker, fewer than
+#: 3 x 1,000 on each of two
+TOY_PROOF_BUDGET = 1_000
+#: #3375's residual's --proof-budget on two workers: runs an entry and a worker (bench/proof.py measures it)
+RESIDUAL_PROOF_BUDGET = 50_000
+
+
+@pytest.mark.parametrize("case", ["toy", pytest.param("3375_residual", marks=pytest.mark.slow)])
+def test_three_entry_minimum_proved_within_budget(client: Any, case: str) -> None:
+    """A 3-entry minimum whose level 2 does not fit the proof budget on one worker is proved on two.
+
+    The proof budget is per worker (``--proof-budget``, ``DaskShards.workers``): the same budget on two
+    workers reaches twice as far in about the same wall time. On one worker the cut proof says how many plans of
+    level 2 are left, about how long they would take and the budget that would reach them; that budget, in
+    process, proves the same minimum in the same runs as two workers do (the sharded referee is the in-process
+    search). The slow case is #3375's residual itself (level 2: tens of thousands of plans, minutes of runs).
+    """
+    import time
+
+    from harness.explore import prove_found
+
+    if case == "toy":
+        from tests.toys import paused_lost_updates
+
+        scenario: Any = paused_lost_updates
+        cx, budget = _three_entry_counterexample(scenario, 1, strategy="random"), TOY_PROOF_BUDGET
+    else:
+        from races import REGISTRY
+
+        race = REGISTRY["volcano_deleted_jobs_3375_residual"]
+        scenario, budget = race.scenario, RESIDUAL_PROOF_BUDGET
+        cx = _three_entry_counterexample(scenario, 0, strategy=race.strategy, budget=race.budget, fixed=False,
+                                         **race.params)
+    if case == "toy":
+        one, one_runs = prove_found(scenario, cx, proof_budget=budget)
+    else:  # the default budget, in process: a few hundred runs, cut before level 2 (its proof would be minutes)
+        one, one_runs = prove_found(scenario, cx)
+    assert one.proved_minimal is None, one.proof
+    m = re.search(r"level 2: at least ([\d,]+) plans not run.*: about .+ more at [\d.]+ ms a run \(1 worker\); "
+                  r"a proof budget of ([\d,]+) runs an entry \(--proof-budget\) would likely reach them", one.proof)
+    assert m is not None, one.proof
+    left, asked = (int(g.replace(",", "")) for g in m.groups())
+
+    shards = _cluster.DaskShards(client)
+    assert shards.workers == 2
+    t = time.perf_counter()
+    two, two_runs = prove_found(scenario, cx, proof_budget=budget, shard_runner=shards)
+    wall = time.perf_counter() - t
+    print(f"{case}: proved on {shards.workers} workers in {wall:.1f} s, {two_runs:,} runs; {shards.describe()}")
+    assert two.proved_minimal is True and two.proof == "proved minimal", two.proof
+    assert two.plan is not None and len(two.plan) == 3 and two.violation.same_bug(cx.violation)
+    assert one_runs + left <= two_runs  # "at least": every plan counted as left ran before the minimum was met
+    if case == "toy":
+        assert 3 * budget < two_runs <= 2 * 3 * budget  # beyond one worker's budget, within two workers'
+        here, here_runs = prove_found(scenario, cx, proof_budget=asked)
+        assert here.proved_minimal is True and (here.digest(), here.plan) == (two.digest(), two.plan)
+        assert here_runs == two_runs
