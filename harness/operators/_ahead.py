@@ -22,24 +22,34 @@ Nothing of a spare (its pid, its port) enters a trace.
 
 When one is made. Only while a search is under way (``harness._processes.search``:
 ``explore`` and all its phases; a replay of one run, or a test's own
-``run_once``, start none), for the first incarnation of a process, once that
-process has sent its first request: its own start-up is done by then, so the
-two starts do not compete for the cores, and the rest of the run (its quiet
-waits) is the time the spare's start-up overlaps. A restart after a crash fault
-is a fresh process, started as today: it must reach the port its run already
-serves, and its start is the restart's own cost in the plan.
+``run_once``, start none), for the first incarnation of a process, not before
+that process has sent its first request (its own start-up is done then, so
+the two starts do not compete for the cores), and then :func:`delay` after its
+run began: the last run's length less the last spare's start-up (its start to
+its first connection) less :data:`LEAD`, so that it connects a little before
+its run begins and is held briefly; at once while either is unknown, and at
+the run's end if that comes first. Where a whole run was not enough for a
+spare's start-up (it was still starting when its run began, started at its
+run's first request), two are kept ready (:data:`MAX_DEPTH`), each started
+two runs ahead. A restart after a crash fault is a fresh process, started as
+today: it must reach the port its run already serves, and its start is the
+restart's own cost in the plan.
 
-When one is not adopted. A spare older than :data:`MAX_AGE` seconds is ended
-instead: the process may have connected long ago, and a client gives up a
-handshake it holds (client-go's ``TLSHandshakeTimeout`` is 10 s, lightkube's
-httpx timeout 10 s); 8 s from the spare's start leaves its start-up inside
-that. A spare that exited is ended (its folder, with its output, removed) and
-the run starts a fresh process, whose verdict is the one a fresh start gives
-(a command that cannot run fails the same way, at once, with its own output);
-and no more spares are made for that command in the search. A spare of the
-same operator name with another key (the scenario changed what it runs) is
-ended at the next start. Every spare ends when the outermost search ends,
-with :func:`harness._processes.end_all` (the second Ctrl-C, SIGTERM, atexit),
+When one is not adopted. The listening socket is readable once a connection
+waits in its backlog; the harness looks at each quiescence wait
+(:func:`look`). A spare whose connection has waited longer than
+:data:`MAX_HOLD` (5 s) is ended: a client gives up a handshake it holds
+(client-go's ``TLSHandshakeTimeout`` is 10 s, lightkube's httpx timeout 10 s;
+the official Python client and kopf set none), and the look may see a
+connection late by up to one wait. A spare that exited before it connected is
+adopted all the same: it died of its own start-up, as a fresh process would,
+and the run says so as it says it of a fresh one (a model error, with its
+output). One that exited after it connected may have given up on its held
+connection: it is ended, the run starts a fresh process, and no more spares
+are made for that command in the search. A spare of the same operator name
+with another key (the scenario changed what it runs) is ended at the next
+start. Every spare ends when the outermost search ends, and with
+:func:`harness._processes.end_all` (the second Ctrl-C, SIGTERM, atexit),
 killed at once (SIGKILL to its family): it never talked to anything, so it has
 no graceful stop to make.
 
@@ -200,8 +210,9 @@ def start_spares(key: Hashable, name: str, argv: Sequence[str], environment: Cal
 
 
 def take(key: Hashable, name: str) -> Spare | None:
-    """The oldest spare for ``key``, now the caller's, if one is alive and not held too long (see the module); the
-    spares of the same operator name with another key are ended."""
+    """The oldest spare for ``key``, now the caller's, if one is not held too long (see the module): alive, or
+    exited before it ever connected (the run's verdict on its exit is a fresh process's, with its output); the spares
+    of the same operator name with another key are ended."""
     with _lock:
         stale = [s for k, spares in _spares.items() if k != key for s in spares if s.name == name]
         for s in stale:
@@ -240,13 +251,15 @@ def look() -> None:
 
 
 def _sweep() -> None:
-    """End the spares held too long, and those that exited (their command is not started ahead again)."""
+    """End the spares held too long, and those that exited after they connected (their command is not started ahead
+    again). One that exited before it ever connected stays, for its run: it died of its own start-up, as a fresh
+    process would, and its run says so with its output."""
     now = real_monotonic()
     with _lock:
-        gone = [s for s in _all() if s.held_too_long(now) or not s.alive()]
+        gone = [s for s in _all() if s.connected is not None and (s.held_too_long(now) or not s.alive())]
         for s in gone:
             _spares[s.key].remove(s)
-            if not s.alive():
+            if not s.alive():  # (it may have given up on its held connection: no verdict of the operator's)
                 _broken.add(s.key)
             elif s.connected is not None:  # held too long: start the next later, and one at a time
                 _connect_seconds[s.key] = s.connected - s.started
