@@ -102,7 +102,7 @@ MAX_SPARES = 6
 _lock = threading.Lock()
 _spares: dict[Hashable, list[Spare]] = {}  # key -> its spares, oldest first
 _depth: dict[Hashable, int] = {}  # key -> how many spares to keep ready
-_broken: set[Hashable] = set()  # keys whose spare exited before its run: not started ahead again in this search
+_broken: set[Hashable] = set()  # keys whose spare exited once connected (or never started): not again this search
 _run_seconds: dict[Hashable, float] = {}  # key -> real seconds its last run lasted
 _connect_seconds: dict[Hashable, float] = {}  # key -> real seconds its last spare took to connect (its start-up)
 
@@ -189,10 +189,17 @@ def start_spares(key: Hashable, name: str, argv: Sequence[str], environment: Cal
         with _lock:
             if key in _broken or len(_spares.get(key, ())) >= _depth.get(key, 1) or len(_all()) >= MAX_SPARES:
                 return
-        sock = listening_socket()
+        try:  # (out of ports, descriptors or disk: the next run starts its process itself, and says so if it cannot)
+            sock = listening_socket()
+        except OSError:
+            return
         port = sock.getsockname()[1]
-        folder = make_folder("race-harness-")
         family = ProcessFamily()
+        try:
+            folder = make_folder("race-harness-")
+        except OSError:
+            sock.close()
+            return
         try:
             (folder / "kubeconfig").write_text(loopback_kubeconfig(port, ca_data))
             with open(folder / "output-1.log", "wb") as log:
