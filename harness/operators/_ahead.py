@@ -103,8 +103,10 @@ _lock = threading.Lock()
 _spares: dict[Hashable, list[Spare]] = {}  # key -> its spares, oldest first
 _depth: dict[Hashable, int] = {}  # key -> how many spares to keep ready
 _broken: set[Hashable] = set()  # keys whose spare exited once connected (or never started): not again this search
-_run_seconds: dict[Hashable, float] = {}  # key -> real seconds its last run lasted
-_connect_seconds: dict[Hashable, float] = {}  # key -> real seconds its last spare took to connect (its start-up)
+_run_seconds: dict[Hashable, list[float]] = {}  # key -> real seconds its last runs lasted (:data:`RECENT`)
+_connect_seconds: dict[Hashable, list[float]] = {}  # key -> real seconds its last spares took to connect
+#: how many of the last runs (and spares) :func:`delay` reads
+RECENT = 3
 
 
 def enabled(flag: bool | None) -> bool:
@@ -158,19 +160,25 @@ class Spare:
 
 def delay(key: Hashable) -> float:
     """Real seconds after its run began that the next run's process is best started: so that its connection comes
-    about :data:`LEAD` seconds before that run begins (the last run's length less the last spare's start-up), at once
-    when either is not known yet. Later than that costs a wait; earlier, a longer hold and the cores the run uses."""
+    about :data:`LEAD` seconds before that run begins, at once while that is not known. Read from the last
+    :data:`RECENT` runs' shortest length and spares' longest start-up (a run's first in a harness process is slow
+    with the harness's own imports; a loaded machine slows a start-up): later than that costs a wait at the run's
+    start, earlier only a longer hold (and cores while the run goes on)."""
     with _lock:
-        run, connect = _run_seconds.get(key), _connect_seconds.get(key)
-    if run is None or connect is None:
-        return 0.0
-    return max(0.0, run - connect - LEAD)
+        runs, connects = _run_seconds.get(key), _connect_seconds.get(key)
+        if not runs or not connects:
+            return 0.0
+        return max(0.0, min(runs) - max(connects) - LEAD)
+
+
+def _remember(table: dict[Hashable, list[float]], key: Hashable, seconds: float) -> None:
+    table[key] = [*table.get(key, ())[-(RECENT - 1):], seconds]
 
 
 def ran(key: Hashable, seconds: float) -> None:
     """A run of ``key``'s process lasted ``seconds`` (real) from its start to its end."""
     with _lock:
-        _run_seconds[key] = seconds
+        _remember(_run_seconds, key, seconds)
 
 
 def _all() -> list[Spare]:
@@ -233,10 +241,10 @@ def take(key: Hashable, name: str) -> Spare | None:
         spare = spares.pop(0) if spares else None
         if spare is not None and spare.connected is None:  # still starting when its run begins: start it sooner
             _connect_seconds.pop(key, None)
-            if real_monotonic() - spare.started >= _run_seconds.get(key, float("inf")):
+            if real_monotonic() - spare.started >= min(_run_seconds.get(key) or [float("inf")]):
                 _depth[key] = MAX_DEPTH  # (a whole run was not enough: keep one more ready)
         elif spare is not None and spare.connected is not None:
-            _connect_seconds[key] = spare.connected - spare.started
+            _remember(_connect_seconds, key, spare.connected - spare.started)
     return spare
 
 
@@ -269,7 +277,7 @@ def _sweep() -> None:
             if not s.alive():  # (it may have given up on its held connection: no verdict of the operator's)
                 _broken.add(s.key)
             elif s.connected is not None:  # held too long: start the next later, and one at a time
-                _connect_seconds[s.key] = s.connected - s.started
+                _remember(_connect_seconds, s.key, s.connected - s.started)
                 _depth[s.key] = 1
     for s in gone:
         s.end()
