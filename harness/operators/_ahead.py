@@ -38,7 +38,7 @@ restart's own cost in the plan.
 When one is not adopted. The listening socket is readable once a connection
 waits in its backlog; the harness looks at each quiescence wait
 (:func:`look`). A spare whose connection has waited longer than
-:data:`MAX_HOLD` (5 s) is ended: a client gives up a handshake it holds
+:data:`MAX_HOLD` (7 s) is ended: a client gives up a handshake it holds
 (client-go's ``TLSHandshakeTimeout`` is 10 s, lightkube's httpx timeout 10 s;
 the official Python client and kopf set none), and the look may see a
 connection late by up to one wait. A spare that exited before it connected is
@@ -75,6 +75,7 @@ import contextlib
 import os
 import select
 import socket
+import statistics
 import subprocess
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -89,8 +90,9 @@ from ..kube._http._tcp import loopback_kubeconfig
 #: the environment variable that turns starting ahead off for every operator process (``0``, ``false``, ``no``)
 AHEAD_ENV = "RACE_HARNESS_AHEAD"
 #: real seconds a spare's connection may have waited in the backlog and still be adopted (a client gives up a held
-#: handshake after 10 s: client-go's ``TLSHandshakeTimeout``, lightkube's httpx timeout)
-MAX_HOLD = 5.0
+#: handshake after 10 s: client-go's ``TLSHandshakeTimeout``, lightkube's httpx timeout; the rest is the margin for
+#: a connection seen late, :func:`look`)
+MAX_HOLD = 7.0
 #: spares kept ready per command, at most: 2 when one was still starting up when its run began
 MAX_DEPTH = 2
 #: real seconds before its run a spare is meant to have connected (see :func:`delay`): half the hold it may have,
@@ -160,15 +162,15 @@ class Spare:
 
 def delay(key: Hashable) -> float:
     """Real seconds after its run began that the next run's process is best started: so that its connection comes
-    about :data:`LEAD` seconds before that run begins, at once while that is not known. Read from the last
-    :data:`RECENT` runs' shortest length and spares' longest start-up (a run's first in a harness process is slow
-    with the harness's own imports; a loaded machine slows a start-up): later than that costs a wait at the run's
-    start, earlier only a longer hold (and cores while the run goes on)."""
+    about :data:`LEAD` seconds before that run begins, at once while that is not known. Read from the median of the
+    last :data:`RECENT` runs' lengths and spares' start-ups (a run's first in a harness process is slow with the
+    harness's own imports; a loaded machine slows both): started too late, the run waits for the rest of the
+    start-up; too early, the spare is held too long and ended, and the run starts a fresh process."""
     with _lock:
         runs, connects = _run_seconds.get(key), _connect_seconds.get(key)
         if not runs or not connects:
             return 0.0
-        return max(0.0, min(runs) - max(connects) - LEAD)
+        return max(0.0, statistics.median(runs) - statistics.median(connects) - LEAD)
 
 
 def _remember(table: dict[Hashable, list[float]], key: Hashable, seconds: float) -> None:
