@@ -55,7 +55,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,8 @@ _lock = threading.RLock()
 _families: dict[str, ProcessFamily] = {}
 _folders: set[Path] = set()
 _atexit_installed = False
+_searches = 0  # searches under way (nested: a hunt's search, its shrink and its proof are one)
+_search_ends: list[Callable[[], None]] = []
 
 
 def available() -> bool:
@@ -310,10 +312,52 @@ def live_families() -> list[ProcessFamily]:
         return list(_families.values())
 
 
+@contextlib.contextmanager
+def search() -> Iterator[None]:
+    """The runs of one search (``harness.explore.explore``): more runs of the same scenario follow the one in hand,
+    so an operator process may be started ahead of its run (``harness.operators._ahead``); when the outermost search
+    ends, so does every process started ahead (:func:`end_spares`). Outside a search (a replay, a test's single
+    run) nothing is started ahead."""
+    global _searches
+    with _lock:
+        _searches += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _searches -= 1
+            last = _searches == 0
+        if last:
+            end_spares()
+
+
+def runs_follow() -> bool:
+    """Whether a search is under way: the run in hand is not the last of its scenario (see :func:`search`)."""
+    return _searches > 0
+
+
+def on_search_end(fn: Callable[[], None]) -> None:
+    """Call ``fn`` when the outermost search ends and from :func:`end_all` (registered once per ``fn``)."""
+    with _lock:
+        if fn not in _search_ends:
+            _search_ends.append(fn)
+            _install_atexit()
+
+
+def end_spares() -> None:
+    """End what was started ahead for runs that will not come (see :func:`search`)."""
+    with _lock:
+        enders = list(_search_ends)
+    for fn in enders:
+        with contextlib.suppress(Exception):
+            fn()
+
+
 def end_all(grace: float = 0.0) -> None:
     """End every family still registered and remove every run's folder still there: the safety net of a process
     that leaves without its runs' ends (the second Ctrl-C, an uncaught exception, interpreter exit). ``grace`` 0
-    kills at once: the user asked to stop at once."""
+    kills at once: the user asked to stop at once. Processes started ahead of a run go first (:func:`end_spares`)."""
+    end_spares()
     for family in live_families():
         with contextlib.suppress(Exception):
             family.end(grace) if grace > 0 else family.kill()

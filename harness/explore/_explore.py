@@ -49,10 +49,12 @@ outcome (``_result.py``).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._errors import UsageError
+from .._processes import search as _search
 from ..sim import RUNAWAY_KINDS, Entry, Fault, Hold, Limits, Pick, PlanChooser, ReplayChooser, RunOutcome, canonical_plan
 from ._counterexample import Counterexample, Scenario, scenario_ref
 from ._exhaustive import ShardRunner, _search_exhaustive
@@ -136,105 +138,106 @@ def explore(
     skipped = repeats = 0
     plan_notes: list[str] = []
     unapplied: list[str] = []
-    try:
-        if canonical_first and not isinstance(strat, (Canonical, Replay)):
-            first = runner.sub(LIVE_REPRODUCE)  # (its own budget: a failure is confirmed whatever the search's)
-            out = first.run(PlanChooser())
-            if _failed(out) and out.violation is not None and _confirmed(first, out, (), out.violation):
-                found, found_plan, found_by = out, (), "the canonical order"
-            runner.absorb(first)
+    with _runs_of_one_search(strat):  # operator processes may start ahead of their runs (harness._processes)
+        try:
+            if canonical_first and not isinstance(strat, (Canonical, Replay)):
+                first = runner.sub(LIVE_REPRODUCE)  # (its own budget: a failure is confirmed whatever the search's)
+                out = first.run(PlanChooser())
+                if _failed(out) and out.violation is not None and _confirmed(first, out, (), out.violation):
+                    found, found_plan, found_by = out, (), "the canonical order"
+                runner.absorb(first)
+            if found is not None:
+                pass
+            elif isinstance(strat, Random):
+                found = _search_random(runner, strat)
+            elif isinstance(strat, PCT):
+                found, pct_bound = _search_pct(runner, strat)
+                pct_bound = pct_bound or None
+            elif isinstance(strat, Hypothesis):
+                found = _search_hypothesis(runner, strat.seed)
+            elif isinstance(strat, Portfolio):
+                found, found_by = _search_portfolio(runner, strat)
+            elif isinstance(strat, Exhaustive):
+                search = _search_exhaustive(runner, strat.max_deviations, strat.reduce)
+                skipped, repeats = search.skipped, search.repeats
+                if search.found is not None:
+                    found, found_plan = search.found
+                elif search.complete_levels >= strat.max_deviations:
+                    proved = strat.max_deviations
+                elif runner.interrupted:
+                    early_note = f"the exhaustive search was interrupted: {search.coverage()}"
+                else:
+                    early_note = (
+                        f"the exhaustive search stopped when the budget ({b}) ran out: {search.coverage()}; "
+                        "raise the budget, or leave it out, for a proof"
+                    )
+            elif isinstance(strat, Canonical):
+                out = runner.run(PlanChooser())
+                found, found_plan = (out, ()) if _failed(out) else (None, None)
+            elif isinstance(strat, Replay):
+                if strat.plan is not None:
+                    chooser = PlanChooser(strat.plan)
+                    out = runner.run(chooser)
+                    found_plan = strat.plan
+                    # a misspelt identity must not pass as a canonical run: say which entries did nothing
+                    unapplied = unapplied_entries(strat.plan, chooser)
+                    plan_notes = [f"entry never applied: {u}" for u in unapplied]
+                else:
+                    out = runner.run(ReplayChooser(list(strat.choices)))
+                found = out if _failed(out) else None
+                if strat.expected is not None:
+                    diverged = strat.expected.divergence(out)
+                    replay_divergence = diverged[1] if diverged is not None else None
+            else:  # pragma: no cover - make_strategy guards this
+                raise UsageError(f"unknown strategy {strat!r}")
+        except KeyboardInterrupt:
+            runner.interrupted = True
+        if found is not None and found_by is None:
+            found_by = strat.name
+        chosen = runner.found_chooser[0] if runner.found_chooser and runner.found_chooser[1] is found else None
+        if found is not None and found_plan is None and isinstance(chosen, PlanChooser):
+            # a drawn plan failed (small plans, Hypothesis): the plan is the run, no rewriting from positions
+            found_plan = canonical_plan(e for e in chosen.plan if e not in chosen.inert)
+        first_found_run = runner.first_failure[0] if found is not None and runner.first_failure else None
+        first_found_seconds = runner.first_failure[1] if found is not None and runner.first_failure else None
+        cx: Counterexample | None = None
+        shrink_runs: int | None = None
+        proof_runs: int | None = None
+        notes: list[str] = [early_note] if early_note else []
+        notes.extend(plan_notes)
         if found is not None:
-            pass
-        elif isinstance(strat, Random):
-            found = _search_random(runner, strat)
-        elif isinstance(strat, PCT):
-            found, pct_bound = _search_pct(runner, strat)
-            pct_bound = pct_bound or None
-        elif isinstance(strat, Hypothesis):
-            found = _search_hypothesis(runner, strat.seed)
-        elif isinstance(strat, Portfolio):
-            found, found_by = _search_portfolio(runner, strat)
-        elif isinstance(strat, Exhaustive):
-            search = _search_exhaustive(runner, strat.max_deviations, strat.reduce)
-            skipped, repeats = search.skipped, search.repeats
-            if search.found is not None:
-                found, found_plan = search.found
-            elif search.complete_levels >= strat.max_deviations:
-                proved = strat.max_deviations
-            elif runner.interrupted:
-                early_note = f"the exhaustive search was interrupted: {search.coverage()}"
-            else:
-                early_note = (
-                    f"the exhaustive search stopped when the budget ({b}) ran out: {search.coverage()}; "
-                    "raise the budget, or leave it out, for a proof"
-                )
-        elif isinstance(strat, Canonical):
-            out = runner.run(PlanChooser())
-            found, found_plan = (out, ()) if _failed(out) else (None, None)
-        elif isinstance(strat, Replay):
-            if strat.plan is not None:
-                chooser = PlanChooser(strat.plan)
-                out = runner.run(chooser)
-                found_plan = strat.plan
-                # a misspelt identity must not pass as a canonical run: say which entries did nothing
-                unapplied = unapplied_entries(strat.plan, chooser)
-                plan_notes = [f"entry never applied: {u}" for u in unapplied]
-            else:
-                out = runner.run(ReplayChooser(list(strat.choices)))
-            found = out if _failed(out) else None
-            if strat.expected is not None:
-                diverged = strat.expected.divergence(out)
-                replay_divergence = diverged[1] if diverged is not None else None
-        else:  # pragma: no cover - make_strategy guards this
-            raise UsageError(f"unknown strategy {strat!r}")
-    except KeyboardInterrupt:
-        runner.interrupted = True
-    if found is not None and found_by is None:
-        found_by = strat.name
-    chosen = runner.found_chooser[0] if runner.found_chooser and runner.found_chooser[1] is found else None
-    if found is not None and found_plan is None and isinstance(chosen, PlanChooser):
-        # a drawn plan failed (small plans, Hypothesis): the plan is the run, no rewriting from positions
-        found_plan = canonical_plan(e for e in chosen.plan if e not in chosen.inert)
-    first_found_run = runner.first_failure[0] if found is not None and runner.first_failure else None
-    first_found_seconds = runner.first_failure[1] if found is not None and runner.first_failure else None
-    cx: Counterexample | None = None
-    shrink_runs: int | None = None
-    proof_runs: int | None = None
-    notes: list[str] = [early_note] if early_note else []
-    notes.extend(plan_notes)
-    if found is not None:
-        best = _Minimum(found, found_plan, None, "not proved minimal (interrupted)")
-        if isinstance(strat, (Exhaustive, Canonical)) and found_plan is not None:
-            best = _Minimum(found, found_plan, True, "proved minimal")
-            shrink_runs = proof_runs = 0  # the referee's first failing plan is its own minimum
-        elif isinstance(strat, Replay):
-            best = _Minimum(found, found_plan, strat.proved, strat.proof or "not proved minimal (a replay)")
-        elif not runner.interrupted and not isinstance(strat, Replay):
-            searched = runner.runs
-            try:
-                best = minimize(
-                    runner,
-                    found,
-                    plan=found_plan,
-                    proof_budget=proof_budget,
-                    prove=prove_minimal,
-                    shrink=shrink_found,
-                    shrink_runs=shrink_budget,
-                )
-            except KeyboardInterrupt:
-                runner.interrupted = True
-            shrunk = best.shrunk_at if best.shrunk_at is not None else runner.runs
-            shrink_runs, proof_runs = shrunk - searched, runner.runs - shrunk
-        cx = Counterexample.from_outcome(
-            ref, params, best.out, strategy=strat.describe(), seed=seed, limits=limits, plan=best.plan, faults=kinds
-        )
-        if isinstance(strat, Replay) and strat.expected is not None:
-            # the replayed counterexample keeps the strategy and seed that found it: a replay draws none
-            cx.strategy, cx.seed, cx.meta = strat.expected.strategy, strat.expected.seed, dict(strat.expected.meta)
-        cx.proved_minimal = best.proved
-        cx.proof = best.proof
-        if best.proved is None and best.proof:
-            notes.append(best.proof)
+            best = _Minimum(found, found_plan, None, "not proved minimal (interrupted)")
+            if isinstance(strat, (Exhaustive, Canonical)) and found_plan is not None:
+                best = _Minimum(found, found_plan, True, "proved minimal")
+                shrink_runs = proof_runs = 0  # the referee's first failing plan is its own minimum
+            elif isinstance(strat, Replay):
+                best = _Minimum(found, found_plan, strat.proved, strat.proof or "not proved minimal (a replay)")
+            elif not runner.interrupted and not isinstance(strat, Replay):
+                searched = runner.runs
+                try:
+                    best = minimize(
+                        runner,
+                        found,
+                        plan=found_plan,
+                        proof_budget=proof_budget,
+                        prove=prove_minimal,
+                        shrink=shrink_found,
+                        shrink_runs=shrink_budget,
+                    )
+                except KeyboardInterrupt:
+                    runner.interrupted = True
+                shrunk = best.shrunk_at if best.shrunk_at is not None else runner.runs
+                shrink_runs, proof_runs = shrunk - searched, runner.runs - shrunk
+            cx = Counterexample.from_outcome(
+                ref, params, best.out, strategy=strat.describe(), seed=seed, limits=limits, plan=best.plan, faults=kinds
+            )
+            if isinstance(strat, Replay) and strat.expected is not None:
+                # the replayed counterexample keeps the strategy and seed that found it: a replay draws none
+                cx.strategy, cx.seed, cx.meta = strat.expected.strategy, strat.expected.seed, dict(strat.expected.meta)
+            cx.proved_minimal = best.proved
+            cx.proof = best.proof
+            if best.proved is None and best.proof:
+                notes.append(best.proof)
     model_error: str | None = None
     if runner.model_broken is not None and cx is None:  # the model's own failure: kept as it ran, never the race
         model_error = model_error_of(runner.model_broken.violation)
@@ -295,6 +298,12 @@ def explore(
         faults_without_points=runner.faults_without_points(),
         faults_injected=dict(runner.faults_injected),
     )
+
+
+def _runs_of_one_search(strat: Strategy) -> contextlib.AbstractContextManager[None]:
+    """The search's runs follow one another (``harness._processes.search``), but a replay's or the canonical order's
+    single run: nothing follows it, so nothing is started ahead for it."""
+    return contextlib.nullcontext() if isinstance(strat, (Canonical, Replay)) else _search()
 
 
 def run_plan(scenario: Scenario, plan: Any, *, limits: Limits = Limits(),

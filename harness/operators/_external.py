@@ -28,6 +28,12 @@ than merely served:
   ``ControllerProcess`` crash point before each of its requests kills the
   process (SIGKILL: it loses its memory, its connections close) and starts it
   again after the restart window, a fresh process that lists again;
+* **its start ahead** (``harness.operators._ahead``): in a search, once the
+  process has sent its first request, the process for the next run is started
+  on a socket and kubeconfig of its own, its first request held in the
+  socket's backlog until that run begins and adopts it: its start-up overlaps
+  this run instead of delaying the next (``ahead=False`` or
+  ``RACE_HARNESS_AHEAD=0`` turn it off);
 * **its end**: when the run ends the process is terminated (SIGTERM, SIGKILL
   two seconds later), and with it every process it started: its group, its
   session, and the daemons that left both (each carries the process's marker
@@ -51,7 +57,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -63,6 +68,7 @@ from .._processes import ProcessFamily, make_folder, remove_folder
 from ..kube import APIServer, ControllerProcess
 from ..kube._delivery import DEFAULT_MAX_LAG
 from ..kube._http._tcp import loopback_kubeconfig
+from . import _ahead
 from ._busy import ProcessLoad
 
 _LEVELS = (("CRITICAL", "CRITICAL"), ("ERROR", "ERROR"), ("Traceback", "ERROR"), ("Exception", "ERROR"),
@@ -153,6 +159,7 @@ class ExternalOperator:
         compactions: bool = False,
         tls: bool = True,
         settle: bool = True,
+        ahead: bool | None = None,
     ) -> None:
         """``argv`` runs the operator (``["./manager", "--leader-elect=false"]``); ``env`` adds to the
         harness's own environment (``KUBECONFIG`` is set for it), ``cwd`` is where it runs.
@@ -169,6 +176,8 @@ class ExternalOperator:
         ``settle``: end a quiescence wait as soon as every thread of the process waits for the world with no timer
         of its own within ``quiet`` (``harness.operators._waits``), rather than after ``quiet`` of silence;
         ``False`` keeps the silence rule alone.
+        ``ahead``: in a search, start the next run's process during this one (``harness.operators._ahead``); None
+        (the default) is on unless ``RACE_HARNESS_AHEAD=0`` is in the environment.
         """
         if not argv:
             raise ValueError(f"ExternalOperator {name!r}: argv is empty; give the command that runs the operator")
@@ -183,6 +192,7 @@ class ExternalOperator:
         self.cwd = cwd
         self._quiet, self._bound, self._startup = quiet, bound, startup
         self.tls = tls
+        self.ahead = _ahead.enabled(ahead)
         self._options: dict[str, Any] = {"max_lag": max_lag, "latency": latency, "watch_drops": watch_drops,
                                          "watch_ends": watch_ends, "compactions": compactions}
         self.process = ControllerProcess(self.world, name, self._build, crash_faults=crash_faults,
@@ -218,6 +228,14 @@ class ExternalOperator:
         self._output_read: dict[int, int] = {}  # incarnation -> bytes of its output already noted
         #: each process's output (stdout and stderr), by incarnation, once the run ended
         self.logs: dict[int, str] = {}
+        #: whether this run's first process was started ahead, during an earlier run (``_ahead``)
+        self.adopted = False
+        #: real (monotonic) time the first process started: before this run began when it was adopted
+        self.started_at: float | None = None
+        self._spare: _ahead.Spare | None = None  # the spare start() adopted, taken over by the first _build
+        self._ca_data: str | None = None
+        self._began = 0.0  # real time start() was called
+        self._ahead_due: float | None = None  # real time the next run's process is to be started (``_ahead``)
 
     # ------------------------------------------------------------------ start and incarnations
     @property
@@ -249,14 +267,18 @@ class ExternalOperator:
             raise RuntimeError("ExternalOperator.start() is only available while the world runs (in the scenario)")
         # (made once per harness process and reused by every run: the first costs its imports, the later nothing)
         cert = serving_cert() if self.tls else None
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(128)
-        self._port = sock.getsockname()[1]
-        self._dir = make_folder("race-harness-")
-        world.on_end(self._end)  # (first: the folder is removed however what follows ends)
-        self.kubeconfig.write_text(loopback_kubeconfig(self._port, None if cert is None else cert.ca_data))
+        self._began = real_monotonic()
+        self._ca_data = None if cert is None else cert.ca_data
+        spare = _ahead.take(self._ahead_key(), self.name) if self.ahead else None
+        if spare is not None:  # its socket, folder and kubeconfig are this run's; its process is the first incarnation
+            sock, self._port, self._dir, self._spare = spare.sock, spare.port, spare.folder, spare
+            world.on_end(self._end)
+        else:
+            sock = _ahead.listening_socket()
+            self._port = sock.getsockname()[1]
+            self._dir = make_folder("race-harness-")
+            world.on_end(self._end)  # (first: the folder is removed however what follows ends)
+            self.kubeconfig.write_text(loopback_kubeconfig(self._port, self._ca_data))
         server = TCPServer(world, _handler_of(self.api), self.name, spawn=self._spawn_request,
                            activity=self._activity, options=WatchOptions(**self._options))
         listeners: list[Any] = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))]
@@ -272,24 +294,51 @@ class ExternalOperator:
         self.process.start()
         return self
 
+    def _environment(self, kubeconfig: str) -> dict[str, str]:
+        """The process's environment (the family's marker is added by ``ProcessFamily``)."""
+        return {**os.environ, "KUBECONFIG": kubeconfig, "NO_PROXY": "127.0.0.1,localhost",
+                "no_proxy": "127.0.0.1,localhost", **self.env}
+
+    def _ahead_key(self) -> tuple[object, ...]:
+        """All a process sees of its start but its port and paths: two runs with one key start the same process."""
+        env = self._environment("<kubeconfig>")
+        return (self.name, tuple(self.argv), tuple(sorted(env.items())), None if self.cwd is None else str(self.cwd),
+                self._ca_data)
+
+    def _start_ahead(self, *, at_end: bool = False) -> None:
+        """Start the next run's process when it is due (see ``_ahead``): not before this one has sent its first
+        request, then as long before the next run as that process's start-up takes; at the run's end if it came
+        first."""
+        due = self._ahead_due
+        if due is None or (real_monotonic() < due and not at_end):
+            return
+        self._ahead_due = None
+        _ahead.start_spares(self._ahead_key(), self.name, self.argv, self._environment, self.cwd, self._ca_data)
+
     def _build(self, process: ControllerProcess) -> subprocess.Popen[bytes]:
         assert self._dir is not None
-        n = len(self.popens) + 1
-        log = open(self._dir / f"output-{n}.log", "wb")  # noqa: SIM115  # the child writes it; closed below
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "NO_PROXY": "127.0.0.1,localhost",
-               "no_proxy": "127.0.0.1,localhost", **self.env}
-        family = ProcessFamily()
-        try:
-            popen = family.start(self.argv, env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log,
-                                 stderr=subprocess.STDOUT)
-        except OSError as exc:
+        spare, self._spare = self._spare, None
+        if spare is not None:  # started ahead (``_ahead``): its first request waits in the socket's backlog
+            family, popen = spare.family, spare.popen
+            self.adopted, self.started_at = True, spare.started
+        else:
+            n = len(self.popens) + 1
+            log = open(self._dir / f"output-{n}.log", "wb")  # noqa: SIM115  # the child writes it; closed below
+            env = self._environment(str(self.kubeconfig))
+            family = ProcessFamily()
+            try:
+                popen = family.start(self.argv, env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log,
+                                     stderr=subprocess.STDOUT)
+            except OSError as exc:
+                log.close()
+                self.world._fail("misuse", f"{self.name} could not start",
+                                 f"{self.name}: {' '.join(self.argv)} could not start: {exc}. Give ExternalOperator "
+                                 "the command that runs the operator (argv[0] on PATH or a path, cwd= where it runs)",
+                                 None)
+                raise
             log.close()
-            self.world._fail("misuse", f"{self.name} could not start",
-                             f"{self.name}: {' '.join(self.argv)} could not start: {exc}. Give ExternalOperator "
-                             "the command that runs the operator (argv[0] on PATH or a path, cwd= where it runs)",
-                             None)
-            raise
-        log.close()
+            if self.started_at is None:
+                self.started_at = real_monotonic()
         self.popen = popen
         self.popens.append(popen)
         self.families.append(family)
@@ -304,6 +353,9 @@ class ExternalOperator:
         """A request came in: it waits until the process is quiescent (see :meth:`settled`)."""
         self.requests += 1
         self._requests_of_incarnation += 1
+        if self.requests == 1 and self.ahead:
+            self._ahead_due = self._began + _ahead.delay(self._ahead_key())
+            self._start_ahead()
         if self.world._real is not None:  # a real-clock run: nothing is chosen, nothing waits
             return self.process.spawn(name, fn, *args, daemon=True)
         self._arrived.append((name, args[3], len(self.popens), fn, args))
@@ -315,6 +367,8 @@ class ExternalOperator:
         self.waits += 1
         self.settled_waits += self._ended_settled
         self._ended_settled = False
+        _ahead.look()  # (how long a spare's first connection has waited: see ``_ahead``)
+        self._start_ahead()
         if self.world.noting:
             self._note_output()
         arrived, self._arrived = self._arrived, []
@@ -473,6 +527,8 @@ class ExternalOperator:
                 self.check()
         finally:
             try:
+                if not self.world._interrupted:
+                    self._start_ahead(at_end=True)  # (before this one's stop, which its start then overlaps)
                 for family in self.families:
                     if family.popen is not None and family.popen.returncode is None:
                         self._killed.add(family.popen.pid)
@@ -482,6 +538,8 @@ class ExternalOperator:
                 if self._dir is not None:
                     self.logs = {i + 1: self._read(i + 1) for i in range(len(self.popens))}
                     remove_folder(self._dir)
+                if self.ahead and self.requests:
+                    _ahead.ran(self._ahead_key(), real_monotonic() - self._began)
 
     def _read(self, n: int) -> str:
         assert self._dir is not None
