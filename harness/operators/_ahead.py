@@ -28,10 +28,10 @@ the two starts do not compete for the cores), and then :func:`delay` after its
 run began: the last run's length less the last spare's start-up (its start to
 its first connection) less :data:`LEAD`, so that it connects a little before
 its run begins and is held briefly; at once while either is unknown, and at
-the run's end if that comes first. Where a whole run was not enough for a
-spare's start-up (it was still starting when its run began, started at its
-run's first request), two are kept ready (:data:`MAX_DEPTH`), each started
-two runs ahead. A restart after a crash fault is a fresh process, started as
+the run's end if that comes first. Each time a spare is still starting when its
+run begins, one more is kept ready (up to :data:`MAX_DEPTH`), so each gets
+that many runs' head start: a run that no longer waits for a start-up is
+shorter than the start-up it no longer waits for. A restart after a crash fault is a fresh process, started as
 today: it must reach the port its run already serves, and its start is the
 restart's own cost in the plan.
 
@@ -93,8 +93,10 @@ AHEAD_ENV = "RACE_HARNESS_AHEAD"
 #: handshake after 10 s: client-go's ``TLSHandshakeTimeout``, lightkube's httpx timeout; the rest is the margin for
 #: a connection seen late, :func:`look`)
 MAX_HOLD = 7.0
-#: spares kept ready per command, at most: 2 when one was still starting up when its run began
-MAX_DEPTH = 2
+#: spares kept ready per command, at most: one more each time a spare was still starting up when its run began
+#: (a run that no longer waits for its process's start-up is shorter than that start-up: the official client's is
+#: 1.2 s, its run then 0.3 s, so each spare needs several runs' head start)
+MAX_DEPTH = 4
 #: real seconds before its run a spare is meant to have connected (see :func:`delay`): half the hold it may have,
 #: so a start-up or a run that is slower or faster than the last by as much still finds it adopted
 LEAD = MAX_HOLD / 2
@@ -241,10 +243,10 @@ def take(key: Hashable, name: str) -> Spare | None:
     with _lock:
         spares = _spares.get(key)
         spare = spares.pop(0) if spares else None
-        if spare is not None and spare.connected is None:  # still starting when its run begins: start it sooner
+        if spare is not None and spare.connected is None and spare.alive():
+            # still starting when its run begins: start the next sooner, and keep one more ready
             _connect_seconds.pop(key, None)
-            if real_monotonic() - spare.started >= min(_run_seconds.get(key) or [float("inf")]):
-                _depth[key] = MAX_DEPTH  # (a whole run was not enough: keep one more ready)
+            _depth[key] = min(MAX_DEPTH, _depth.get(key, 1) + 1)
         elif spare is not None and spare.connected is not None:
             _remember(_connect_seconds, key, spare.connected - spare.started)
     return spare

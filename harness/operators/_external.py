@@ -126,9 +126,9 @@ def _level_of(line: str) -> str:
 
 
 #: real seconds after a process's last traffic before its threads' waits may end a quiescence wait early
-SETTLE_MARGIN = 0.01
+SETTLE_MARGIN = 0.006
 #: how often the quiescence wait looks at a process's threads (real seconds)
-LOOK_EVERY = 0.005
+LOOK_EVERY = 0.004
 
 #: exit codes of a process that never ran: the shell's "cannot execute" and "not found"
 _COULD_NOT_RUN = (126, 127)
@@ -431,8 +431,10 @@ class ExternalOperator:
         sitting out the rest of ``quiet``. Only after its first request (a process starting up may wait on
         anything) and :data:`SETTLE_MARGIN` after its last traffic (the loopback's delivery of what it was sent)."""
         assert self._load is not None
-        return (self.settle and self._requests_of_incarnation > 0 and now - self._last >= SETTLE_MARGIN
-                and self._load.settled(self._quiet))
+        if not (self.settle and self._requests_of_incarnation > 0):
+            return False
+        settled = self._load.settled(self._quiet)  # (looked at before the margin too: the next look compares)
+        return settled and now - self._last >= SETTLE_MARGIN
 
     def quiet(self) -> float:
         """How long it must stay silent to count as waiting for the world: ``quiet``, or before its first request
