@@ -433,7 +433,8 @@ class ExternalOperator:
         assert self._load is not None
         if not (self.settle and self._requests_of_incarnation > 0):
             return False
-        settled = self._load.settled(self._quiet)  # (looked at before the margin too: the next look compares)
+        # (looked at before the margin too: the next look compares)
+        settled = self._load.settled(self._quiet, (self._port,) if self._port else ())
         return settled and now - self._last >= SETTLE_MARGIN
 
     def quiet(self) -> float:

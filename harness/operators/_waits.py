@@ -18,8 +18,11 @@ look, every thread is asleep (``S``), in a call the table below knows, with no
 timeout or one longer than the horizon (the operator's ``quiet``), no thread
 ran since the previous look (each thread's run count and CPU nanoseconds in
 ``/proc/<pid>/task/<tid>/schedstat`` unchanged, the same threads alive), and
-none of its TCP sockets holds bytes it has not read (``rx_queue`` of
-``/proc/<pid>/net/tcp``). A settled process ends the wait at once, whatever is
+no TCP socket holds bytes not yet read (``rx_queue`` of ``/proc/<pid>/net/tcp``)
+on either end: the process's own, and the harness's on the port it serves the
+process (a request the process sent and now waits on, blocked in ``read``
+like a process waiting for the world, that the server has not read yet, or
+a connection still in the listening socket's backlog). A settled process ends the wait at once, whatever is
 left of ``quiet``; one that is not falls back to the ``quiet`` rule, so the
 rule never waits longer than before. Where a timeout is a pointer (``futex``,
 ``nanosleep``, ``clock_nanosleep``, ``ppoll``, ``pselect6``, ``epoll_pwait2``)
@@ -157,8 +160,10 @@ def _timeout(pid: int, words: list[str]) -> float | None:
     return _UNKNOWN
 
 
-def _unread(pid: int, inodes: set[int]) -> bool:
-    """Whether one of the TCP sockets ``inodes`` holds received bytes not yet read (``rx_queue``)."""
+def _unread(pid: int, inodes: set[int], ports: tuple[int, ...] = ()) -> bool:
+    """Whether one of the TCP sockets ``inodes`` holds received bytes not yet read (``rx_queue``), or one bound to a
+    local port in ``ports`` (the harness's own end: a request the process sent that the server has not read yet, or
+    a connection waiting in its listening socket's backlog, whose ``rx_queue`` counts them)."""
     for table in ("tcp", "tcp6"):
         try:
             lines = (_PROC / str(pid) / "net" / table).read_text().splitlines()[1:]
@@ -166,7 +171,8 @@ def _unread(pid: int, inodes: set[int]) -> bool:
             continue
         for line in lines:
             f = line.split()
-            if len(f) > 9 and int(f[9]) in inodes and int(f[4].split(":")[1], 16):
+            if len(f) > 9 and int(f[4].split(":")[1], 16) and (
+                    int(f[9]) in inodes or int(f[1].rsplit(":", 1)[1], 16) in ports):
                 return True
     return False
 
@@ -197,9 +203,10 @@ class ThreadWaits:
     def __init__(self) -> None:
         self._runs: dict[tuple[int, str], bytes] | None = None  # (pid, tid) -> schedstat at the last look
 
-    def settled(self, pids: list[int], horizon: float) -> bool:
+    def settled(self, pids: list[int], horizon: float, ports: tuple[int, ...] = ()) -> bool:
         """Whether every thread of ``pids`` is asleep in a known call with no timeout, or one over ``horizon``
-        seconds, none ran since the last look, and no socket of theirs has unread bytes."""
+        seconds, none ran since the last look, and no socket of theirs has unread bytes, nor one of the harness's
+        bound to ``ports`` (what they sent it)."""
         if not self.available:
             return False
         runs: dict[tuple[int, str], bytes] = {}
@@ -229,6 +236,6 @@ class ThreadWaits:
                     settled = False
             if settled:
                 inodes = _sockets(pid)
-                settled = inodes is not None and not _unread(pid, inodes)
+                settled = inodes is not None and not _unread(pid, inodes, ports)
         previous, self._runs = self._runs, runs
         return settled and previous == runs
