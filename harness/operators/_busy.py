@@ -100,11 +100,11 @@ class ProcessLoad:
         self._pids: list[int] = [pid]  # the process tree at the last look
         self._waits = ThreadWaits()
 
-    def settled(self, horizon: float, ports: tuple[int, ...] = ()) -> bool:
+    def settled(self, until: float, ports: tuple[int, ...] = ()) -> bool:
         """Whether every thread of the process tree (as of the last :meth:`busy`) waits for the world, with no
-        timer of at most ``horizon`` seconds of its own, and none ran since the last call
+        timer of its own that can end by ``until`` (``time.monotonic()`` seconds), and none ran since the last call
         (``harness.operators._waits``)."""
-        return self._waits.settled(self._pids, horizon, ports)
+        return self._waits.settled(self._pids, until, ports)
 
     def busy(self) -> bool:
         """Whether a thread of the process tree is working now, or their CPU time grew since the last look."""

@@ -174,7 +174,8 @@ class ExternalOperator:
         and certificate per harness process, ``harness/kube/_http/_tls.py``); ``False`` serves plain ``http://``,
         which some clients refuse (``@kubernetes/client-node`` 1.x sends nothing).
         ``settle``: end a quiescence wait as soon as every thread of the process waits for the world with no timer
-        of its own within ``quiet`` (``harness.operators._waits``), rather than after ``quiet`` of silence;
+        of its own that fires before ``quiet`` of silence would have passed (``harness.operators._waits``), rather
+        than after ``quiet`` of silence;
         ``False`` keeps the silence rule alone.
         ``ahead``: in a search, start the next run's process during this one (``harness.operators._ahead``); None
         (the default) is on unless ``RACE_HARNESS_AHEAD=0`` is in the environment.
@@ -426,15 +427,16 @@ class ExternalOperator:
         return now - self._last
 
     def _settled(self, now: float) -> bool:
-        """Whether the process, idle now, waits for the world with no timer of its own within ``quiet`` (its
-        threads' blocking calls and their timeouts: ``harness.operators._waits``): then the wait ends without
+        """Whether the process, idle now, waits for the world with no timer of its own that fires before ``quiet``
+        after its last activity (its threads' blocking calls and their deadlines: ``harness.operators._waits``),
+        when the rule of silence would end the wait: then the wait ends without
         sitting out the rest of ``quiet``. Only after its first request (a process starting up may wait on
         anything) and :data:`SETTLE_MARGIN` after its last traffic (the loopback's delivery of what it was sent)."""
         assert self._load is not None
         if not (self.settle and self._requests_of_incarnation > 0):
             return False
         # (looked at before the margin too: the next look compares)
-        settled = self._load.settled(self._quiet, (self._port,) if self._port else ())
+        settled = self._load.settled(self._last + self._quiet, (self._port,) if self._port else ())
         return settled and now - self._last >= SETTLE_MARGIN
 
     def quiet(self) -> float:

@@ -15,33 +15,43 @@ way); a thread blocked with a timeout of at most ``quiet`` is a timer that the
 
 So :meth:`ThreadWaits.settled` says a process tree is *settled* when, at this
 look, every thread is asleep (``S``), in a call the table below knows, with no
-timeout or one longer than the horizon (the operator's ``quiet``), no thread
-ran since the previous look (each thread's run count and CPU nanoseconds in
-``/proc/<pid>/task/<tid>/schedstat`` unchanged, the same threads alive), and
-no TCP socket holds bytes not yet read (``rx_queue`` of ``/proc/<pid>/net/tcp``)
-on either end: the process's own, and the harness's on the port it serves the
-process (a request the process sent and now waits on, blocked in ``read``
-like a process waiting for the world, that the server has not read yet, or
-a connection still in the listening socket's backlog). A settled process ends the wait at once, whatever is
-left of ``quiet``; one that is not falls back to the ``quiet`` rule, so the
-rule never waits longer than before. Where a timeout is a pointer (``futex``,
-``nanosleep``, ``clock_nanosleep``, ``ppoll``, ``pselect6``, ``epoll_pwait2``)
-its ``timespec`` is read from ``/proc/<pid>/mem`` (a process may read its
-children's memory: ``ptrace(2)``'s access mode); an absolute deadline is
-compared with the clock it names.
+timeout or one that cannot end before ``until`` (the end of the operator's
+``quiet`` after the process's last activity: the time the ``quiet`` rule would
+end the wait at), no thread ran since the previous look (each thread's run
+count and CPU nanoseconds in ``/proc/<pid>/task/<tid>/schedstat`` unchanged,
+the same threads alive), and no TCP socket holds bytes not yet read
+(``rx_queue`` of ``/proc/<pid>/net/tcp``) on either end: the process's own, and
+the harness's on the port it serves the process (a request the process sent
+and now waits on, blocked in ``read`` like a process waiting for the world,
+that the server has not read yet, or a connection still in the listening
+socket's backlog). A settled process ends the wait
+at once, whatever is left of ``quiet``; one that is not falls back to the
+``quiet`` rule, so the rule never waits longer than before. Where a timeout is
+a pointer (``futex``, ``nanosleep``, ``clock_nanosleep``, ``ppoll``,
+``pselect6``, ``epoll_pwait2``) its ``timespec`` is read from
+``/proc/<pid>/mem`` (a process may read its children's memory: ``ptrace(2)``'s
+access mode); an absolute deadline is compared with the clock it names.
 
-Why that is sound for the timers ``quiet`` covered: a timer of at most
-``quiet`` set by the process is a thread in a timed wait of at most ``quiet``
-(its own, or a runtime's netpoller waiting for its earliest timer: Go's
-``netpoll(delay)`` blocks in ``epoll_pwait`` until the next timer of any
+Why that is sound for the timers ``quiet`` covered: a timer that fires before
+the ``quiet`` rule would end the wait is a thread in a timed wait that ends by
+``until`` (its own, or a runtime's netpoller waiting for its earliest timer:
+Go's ``netpoll(delay)`` blocks in ``epoll_pwait`` until the next timer of any
 goroutine, ``runtime/netpoll_epoll.go``; asyncio's loop in ``epoll_wait`` until
 its next ``call_at``, ``selectors.EpollSelector``), which makes the process
-unsettled until it fires; a relative timeout is judged by its length, not by
-what is left of it (that is unknown), which only errs towards waiting. A thread
-woken by a reply is running or runnable at the next look, or ran since the last
-one (its run count grew). What is not seen: a timer kept by a thread that
-is running (it is busy anyway), and one longer than ``quiet`` (the ``quiet``
-rule did not cover those either).
+unsettled until it fires. A relative timeout ends its length after its call
+began, and when that was is not shown; what is known is a time before it: the
+look before the one that first saw the thread's run count changed while it had
+been asleep (it woke after that look, so it blocked again later), or, for a
+thread that did not run since, the same bound as at the last look. The
+earliest the call can end is that time plus its length (or now, when nothing
+is known), which only errs towards waiting. So a Go process polling every
+100 ms (client-go's ``WaitForCacheSync``) is held until its poll fires while
+that poll falls before ``until``, and settles as soon as its next poll falls
+after it: a chain of such polls that the ``quiet`` rule would have waited for
+is waited for, link by link. A thread woken by a reply is running or runnable
+at the next look, or ran since the last one (its run count grew). What is not
+seen: a timer kept by a thread that is running (it is busy anyway), and one
+that fires after ``until`` (the ``quiet`` rule did not cover those either).
 
 Measured on the Go example manager at rest: one thread in ``epoll_pwait`` with
 499 ms (the work queues' 500 ms metrics tickers, client-go
@@ -57,8 +67,9 @@ from __future__ import annotations
 import os
 import platform
 import struct
-import time
 from pathlib import Path
+
+from ..sim._clocks import real_monotonic, real_time  # (the harness's own clocks: an operator's may be virtual)
 
 _PROC = Path("/proc")
 
@@ -115,49 +126,50 @@ def _timespec(pid: int, address: int, *, micro: bool = False) -> float | None:
     return float(sec) + float(frac) / (1e6 if micro else 1e9)
 
 
-def _timeout(pid: int, words: list[str]) -> float | None:
-    """The timeout (seconds from now, at most) of the call a thread is blocked in, from its ``syscall`` line:
-    None when it has none, :data:`_UNKNOWN` when it has one this cannot read or the call is not in the table."""
+def _timeout(pid: int, words: list[str]) -> tuple[float, bool] | None:
+    """The timeout of the call a thread is blocked in, from its ``syscall`` line, and whether it counts from the
+    call's start (relative: its length) or from now (an absolute deadline, as what is left of it): None when it
+    has none, :data:`_UNKNOWN` when it has one this cannot read or the call is not in the table."""
     if _KINDS is None or not words or not words[0].lstrip("-").isdigit():
-        return _UNKNOWN
+        return _UNKNOWN, False
     nr = int(words[0])
     kind, i = _KINDS.get(nr, ("?", 0))
     try:
         args = [int(w, 16) for w in words[1:7]]
     except ValueError:
-        return _UNKNOWN
+        return _UNKNOWN, False
     if kind == "none":
         return None
     if kind == "ms":
         ms = args[i] if args[i] < 2**31 else args[i] - 2**32  # an int: -1 is "no timeout"
-        return None if ms < 0 else ms / 1000
+        return None if ms < 0 else (ms / 1000, True)
     if kind in ("ts", "tv"):
         if args[i] == 0:
             return None
         seconds = _timespec(pid, args[i], micro=kind == "tv")
-        return _UNKNOWN if seconds is None else seconds
+        return (_UNKNOWN, False) if seconds is None else (seconds, True)
     if kind == "futex":
         cmd = args[1] & _FUTEX_CMD
         if cmd not in (_FUTEX_WAIT, _FUTEX_WAIT_BITSET, _FUTEX_WAIT_REQUEUE_PI, _FUTEX_LOCK_PI2):
-            return _UNKNOWN
+            return _UNKNOWN, False
         if args[3] == 0:
             return None
         seconds = _timespec(pid, args[3])
         if seconds is None:
-            return _UNKNOWN
+            return _UNKNOWN, False
         if cmd == _FUTEX_WAIT:  # relative; the others are absolute, on the clock their flag names
-            return seconds
-        now = time.time() if args[1] & _FUTEX_CLOCK_REALTIME else time.monotonic()
-        return max(0.0, seconds - now)
+            return seconds, True
+        now = real_time() if args[1] & _FUTEX_CLOCK_REALTIME else real_monotonic()
+        return max(0.0, seconds - now), False
     if kind == "clock":  # clock_nanosleep(clockid, flags, request, remain)
         seconds = _timespec(pid, args[2])
         if seconds is None:
-            return _UNKNOWN
+            return _UNKNOWN, False
         if not args[1] & _TIMER_ABSTIME:
-            return seconds
-        now = time.time() if args[0] == _CLOCK_REALTIME else time.monotonic()
-        return max(0.0, seconds - now)
-    return _UNKNOWN
+            return seconds, True
+        now = real_time() if args[0] == _CLOCK_REALTIME else real_monotonic()
+        return max(0.0, seconds - now), False
+    return _UNKNOWN, False
 
 
 def _unread(pid: int, inodes: set[int], ports: tuple[int, ...] = ()) -> bool:
@@ -202,14 +214,21 @@ class ThreadWaits:
 
     def __init__(self) -> None:
         self._runs: dict[tuple[int, str], bytes] | None = None  # (pid, tid) -> schedstat at the last look
+        self._asleep: set[tuple[int, str]] = set()  # threads asleep (``S``) at the last look
+        #: (pid, tid) -> a time before the call it is blocked in began (None: unknown, it began before every look)
+        self._since: dict[tuple[int, str], float | None] = {}
+        self._looked: float | None = None  # when the last look was
 
-    def settled(self, pids: list[int], horizon: float, ports: tuple[int, ...] = ()) -> bool:
-        """Whether every thread of ``pids`` is asleep in a known call with no timeout, or one over ``horizon``
-        seconds, none ran since the last look, and no socket of theirs has unread bytes, nor one of the harness's
-        bound to ``ports`` (what they sent it)."""
+    def settled(self, pids: list[int], until: float, ports: tuple[int, ...] = ()) -> bool:
+        """Whether every thread of ``pids`` is asleep in a known call with no timeout, or one whose deadline is
+        after ``until`` (the real ``time.monotonic()`` seconds), none ran since the last look, and no socket of theirs has
+        unread bytes, nor one of the harness's bound to ``ports`` (what they sent it)."""
         if not self.available:
             return False
+        now = real_monotonic()
         runs: dict[tuple[int, str], bytes] = {}
+        asleep: set[tuple[int, str]] = set()
+        since: dict[tuple[int, str], float | None] = {}
         settled = True
         for pid in pids:
             base = _PROC / str(pid) / "task"
@@ -219,23 +238,56 @@ class ThreadWaits:
                 settled = False  # it ended meanwhile: the next look decides
                 continue
             for tid in tids:
+                key = (pid, tid)
                 try:
                     stat = (base / tid / "stat").read_bytes()
-                    runs[(pid, tid)] = (base / tid / "schedstat").read_bytes()
-                    words = (base / tid / "syscall").read_text().split() if settled else []
+                    runs[key] = (base / tid / "schedstat").read_bytes()
                 except OSError:
                     settled = False
                     continue
-                if not settled:
-                    continue
+                since[key] = self._began(key, runs[key])
                 if stat[stat.rfind(b")") + 2:][:1] != b"S":
                     settled = False
                     continue
-                timeout = _timeout(pid, words)
-                if timeout is not None and timeout <= horizon:
+                asleep.add(key)
+                if not settled:
+                    continue
+                try:
+                    timeout = _timeout(pid, (base / tid / "syscall").read_text().split())
+                except OSError:
+                    settled = False
+                    continue
+                if timeout is not None and self._deadline(timeout, since[key], now) <= until:
                     settled = False
             if settled:
                 inodes = _sockets(pid)
                 settled = inodes is not None and not _unread(pid, inodes, ports)
         previous, self._runs = self._runs, runs
+        self._asleep, self._since, self._looked = asleep, since, now
         return settled and previous == runs
+
+    def _began(self, key: tuple[int, str], run: bytes) -> float | None:
+        """A time before the blocking call thread ``key`` is in (or about to make) began: the last look, if it ran
+        since and was asleep then (it woke after that look, so its call began later); if it was running then, the
+        bound of its previous call (which ended before this one began); if it did not run since, the bound of the
+        same call as before; a thread new since the last look began after it. None: unknown."""
+        if self._runs is None:
+            return None
+        before = self._runs.get(key)
+        if before is None:
+            return self._looked
+        if before == run:
+            return self._since.get(key)
+        return self._looked if key in self._asleep else self._since.get(key)
+
+    @staticmethod
+    def _deadline(timeout: tuple[float, bool], began: float | None, now: float) -> float:
+        """The earliest the timed wait ``timeout`` (seconds, relative) can end, in the real ``time.monotonic()`` seconds: an
+        absolute deadline is known; a relative timeout ends its length after its call began, which is after
+        ``began`` (unknown: it has not ended yet, so after now)."""
+        seconds, relative = timeout
+        if seconds == _UNKNOWN:  # (a timeout it could not read, or a call not in the table: it may end at once)
+            return now
+        if not relative:
+            return now + seconds
+        return now if began is None else max(now, began + seconds)

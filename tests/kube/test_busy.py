@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +136,39 @@ def test_quiescence_waits_for_a_process_that_computes() -> None:
         assert _creations()[0] == "default/user"  # (the process's POST came later, or after the run had ended)
     finally:
         ProcessLoad.available = available
+
+
+#: a thread that blocks in ``poll(2)`` with a relative timeout of 400 ms, again and again
+POLLS = "import select\np = select.poll()\nwhile True:\n    p.poll(400)"
+
+
+@needs_proc
+def test_a_relative_timeout_is_judged_by_when_it_ends() -> None:
+    """A process whose only thread sleeps in ``poll(..., 400)`` over and over is settled for a horizon 100 ms ahead
+    only while its call has more than 100 ms left: every look that said "settled" saw the thread sleep on past
+    that horizon (its next run came later), although the call's length, 400 ms, is always longer than the horizon
+    (judged by its length, a call 350 ms old would count as settled with 50 ms left). And for a horizon a second
+    ahead it is never settled: each of its calls ends within it."""
+    from harness.operators._waits import ThreadWaits
+
+    if not ThreadWaits.available:
+        pytest.skip("reads the threads' system calls (Linux x86-64 or arm64)")
+    with _process([sys.executable, "-c", POLLS]) as polling:
+        time.sleep(0.5)  # (its start-up)
+        tid = str(polling.pid)
+        waits, far = ThreadWaits(), ThreadWaits()
+        looks: list[tuple[float, bool, bytes]] = []
+        end = time.monotonic() + 2.0
+        while time.monotonic() < end:
+            now = time.monotonic()
+            said = waits.settled([polling.pid], now + 0.1)
+            assert not far.settled([polling.pid], now + 1.0)
+            looks.append((now, said, Path(f"/proc/{polling.pid}/task/{tid}/schedstat").read_bytes()))
+            time.sleep(0.005)
+    settled = [i for i, (_, said, _) in enumerate(looks) if said]
+    assert settled, "never settled: a call with more than 100 ms left should have been"
+    for i in settled:
+        at, _, runs = looks[i]
+        woke = next((t for t, _, r in looks[i + 1:] if r != runs), None)  # the first look that saw it run again
+        assert woke is None or woke > at + 0.1, (at, woke)
+

@@ -140,8 +140,8 @@ def test_go_manager_with_leader_election_starts_and_stops(served: tuple[str, Pat
 @pytest.fixture(scope="module")
 def found() -> Any:
     """The buggy manager searched as the Python operators are (every plan of one deviation, each run a fresh
-    process), shared by the tests that replay its plan: a run costs ~4 s (0.3 s of quiet after each step that
-    touched the process), so the search runs once."""
+    process), shared by the tests that replay its plan: a run costs ~2 s (most of it the waits of the manager's
+    start-up, each about its 0.25 s of quiet), so the search runs once."""
     go_manager()
     import harness as h
     from examples.go_operator import scenario

@@ -217,3 +217,61 @@ def test_client_go_protobuf_bodies() -> None:
         "v1", "app", "created Secret app-x", "secret-operator")
     assert "regarding" not in core and "note" not in core
     assert core["reason"] == "SecretCreated" and core["reportingInstance"] == "secret-operator-host"
+
+
+#: a client that does what a client-go informer does first: a WatchList of ConfigMaps in the namespace it is given,
+#: read until the initial-events-end bookmark; then it says so with a POST (a ConfigMap ``synced``)
+WATCH_LIST_CLIENT = f'''
+import json, os, sys, time, urllib.request, yaml
+server = yaml.safe_load(open(os.environ["KUBECONFIG"]))["clusters"][0]["cluster"]["server"]
+path = "/api/v1/namespaces/" + sys.argv[1] + "/configmaps"
+with urllib.request.urlopen(server + path + "?{WATCH_LIST}") as stream:
+    for line in stream:
+        if json.loads(line)["type"] == "BOOKMARK":
+            break
+body = json.dumps({{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "synced"}}}}).encode()
+urllib.request.urlopen(urllib.request.Request(server + path, data=body, headers={{"Content-Type": "application/json"}},
+                       method="POST")).read()
+time.sleep(60)
+'''
+
+
+def test_watchlist_reaches_a_process_in_one_write(tmp_path: Any) -> None:
+    """What the server has sent on a watch and not yet written reaches an operator process in one write, as
+    kube-apiserver's watch handler flushes only when the watcher's result channel is empty
+    (``endpoints/handlers/watch.go``, ``WatchServer.HandleHTTP``), where the cacher puts a WatchList's initial
+    events and its bookmark one after the other (``storage/cacher/cache_watcher.go``, ``processInterval``): a
+    namespace with one ConfigMap is its ADDED delivery, then one step that writes the ADDED and the bookmark
+    (not one step each, each followed by a wait for the process); an empty namespace's bookmark goes out behind
+    the response's headers, in the watch's own step. Either way the client's POST follows at once."""
+    import sys
+
+    from harness.operators import ExternalOperator
+    from harness.sim import run_once
+    from harness.sim._choice import _Canonical
+
+    script = tmp_path / "watch_list_client.py"
+    script.write_text(WATCH_LIST_CLIENT)
+
+    def scenario_for(namespace: str) -> Any:
+        @h.scenario
+        async def scenario(world: h.World) -> None:
+            api = APIServer(world)
+            await api.create(KubeObject("Namespace", "", "full"))
+            await api.create(KubeObject("ConfigMap", "full", "app"))
+            ExternalOperator(api, "client", [sys.executable, str(script), namespace], quiet=0.15, tls=False).start()
+            await world.sleep(5.0, "user waits")
+
+        return scenario
+
+    ended = "client reads watch ConfigMap"  # (the stream's end: the client closed it to send its POST)
+    for namespace, between in (("full", ["client/watch/ConfigMap deliver ADDED full/app", "client reads watch "
+                                         "ConfigMap", ended]), ("default", [ended])):
+        out = run_once(scenario_for(namespace), _Canonical())
+        assert out.violation is None, out.violation
+        steps = [f"{r.actor}: {r.label}" for r in out.trace if r.actor.startswith("client")]
+        path = f"/api/v1/namespaces/{namespace}/configmaps"
+        watch = steps.index(f"client/GET {path}: watch ConfigMap {namespace}/* with its initial events (WatchList)")
+        post = steps.index(f"client/POST {path}: start client/POST {path}")
+        assert [step.split(": ", 1)[1].split(" rv=")[0] for step in steps[watch + 1:post]] == between, \
+            steps[watch:post + 1]

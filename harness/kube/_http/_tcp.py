@@ -259,9 +259,14 @@ class TCPServer:
         box["reply"] = reply
         self._stir(0)  # (in the step itself: the scheduler waits for the process to read it before it goes on)
         if reply.watch is not None:
+            # what the watch's own step already sent (a WatchList's initial-events-end bookmark when there is nothing
+            # to list) goes out behind the response's headers in this step: kube-apiserver writes the two back to
+            # back, and nothing the client does in between changes what it is sent (``WatchServer.HandleHTTP``)
+            if ready := reply.watch.read_ready():
+                send.send_nowait(ready)
             try:
                 while (chunk := await reply.watch.read()) is not None:
-                    send.send_nowait(chunk)
+                    send.send_nowait(chunk + reply.watch.read_ready())  # (one write, as kube-apiserver flushes)
                     self._stir(0)
             except ConnectionResetError:
                 pass

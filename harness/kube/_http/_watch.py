@@ -289,6 +289,25 @@ class _Watch:
         self._timer = self._end_timer = None
         self._pending.clear()
 
+    def read_ready(self) -> bytes:
+        """The event lines sent after the one :meth:`read` just returned and not yet read, taken now (no step of
+        their own), for a connection that writes them to its socket in the same write.
+
+        kube-apiserver's watch handler encodes each event from the watcher's result channel and flushes the
+        connection only when that channel is empty (``endpoints/handlers/watch.go``, ``WatchServer.HandleHTTP``:
+        ``if len(ch) == 0 { flusher.Flush() }``), and a WatchList's initial events and the bookmark that ends them
+        are put in the channel one after the other (``storage/cacher/cache_watcher.go``, ``processInterval``): what
+        the server has sent and not yet written to the connection reaches the client in one write. The stream's end and a
+        broken connection stay for :meth:`read`.
+        """
+        items, lines = self.buffer._items, []
+        while items and isinstance(items[0], bytes) and items[0] != _END:
+            item = items.popleft()
+            if self._world._fp is not None:
+                self._touch_stream(_said(item), write=False)
+            lines.append(item)
+        return b"".join(lines)
+
     async def read(self) -> bytes | None:
         """The client reads the next chunk: one JSON line per event, in order (a yield point of the client).
 
