@@ -189,6 +189,8 @@ class Counterexample:
     faults: frozenset[str] | None = None
     #: what the minimality proof established, in words ("proved minimal", or what a cut proof covered)
     proof: str = ""
+    #: a cut proof's estimated time, measured in this process (the hunt's line says it after ``proof``; never saved)
+    proof_time: str = field(default="", compare=False)
     #: the scenario's parameters left to their defaults, with the values they had when the run was recorded
     #: (None: a trace of format 1 or 2, which did not record them)
     defaults: dict[str, Any] | None = None

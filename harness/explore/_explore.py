@@ -235,7 +235,7 @@ def explore(
                 # the replayed counterexample keeps the strategy and seed that found it: a replay draws none
                 cx.strategy, cx.seed, cx.meta = strat.expected.strategy, strat.expected.seed, dict(strat.expected.meta)
             cx.proved_minimal = best.proved
-            cx.proof = best.proof
+            cx.proof, cx.proof_time = best.proof, best.proof_time
             if best.proved is None and best.proof:
                 notes.append(best.proof)
     model_error: str | None = None

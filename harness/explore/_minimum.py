@@ -39,6 +39,9 @@ class _Minimum:
     proof: str = ""
     #: the runner's run count when the shrinker ended (the rest, up to the end of minimize, is the proof)
     shrunk_at: int | None = None
+    #: a cut proof's estimated time (measured seconds a run): said on the hunt's line, never in the saved ``proof``,
+    #: so that a trace file of the same seed is the same byte for byte
+    proof_time: str = ""
 
 
 #: how a plan of a run with operator processes outside the world (``ExternalOperator``) counts as failing: it fails
@@ -208,10 +211,10 @@ def minimize(
     if covered >= k - 1:
         return _representative(runner, out, plan, proof_budget, shrunk_at, order)
     what = "interrupted" if sub.interrupted else f"stopped after {sub.runs:,} {_plural(sub.runs, 'run')}"
-    rest = _what_remains(search, sub, k, workers)
+    rest, took = _what_remains(search, sub, k, workers)
     if covered < 0:
         return _Minimum(out, plan, None, f"not proved minimal: nothing covered ({what}; {search.coverage()}){rest}",
-                        shrunk_at=shrunk_at)
+                        shrunk_at=shrunk_at, proof_time=took)
     return _Minimum(
         out,
         plan,
@@ -219,6 +222,7 @@ def minimize(
         f"not proved minimal: no counterexample with <= {covered} {_plural(covered, 'deviation')}; "
         f"{covered + 1} not covered: {what} ({search.coverage()}){rest}",
         shrunk_at=shrunk_at,
+        proof_time=took,
     )
 
 
@@ -239,32 +243,35 @@ def proof_workers(runner: _Runner) -> int:
     return max(1, int(getattr(runner.shard_runner, "workers", 1) or 1))
 
 
-def _what_remains(search: _PlanSearch, sub: _Runner, k: int, workers: int) -> str:
-    """"; level 2: at least 21,941 plans not run, about 70,000 by level 1's growth: about 7 min more at 5.7 ms a
-    run (1 worker); a proof budget of 25,000 runs an entry (--proof-budget) would likely reach them": what a cut
-    proof leaves, never only "unproved".
+def _what_remains(search: _PlanSearch, sub: _Runner, k: int, workers: int) -> tuple[str, str]:
+    """"; level 2: at least 21,941 plans not run, about 70,000 by level 1's growth; a proof budget of 25,000 runs an
+    entry (--proof-budget) would likely reach them", and apart "about 7 min more at 5.7 ms a run (1 worker)": what a
+    cut proof leaves, never only "unproved".
 
     The plans are counted (at least) and estimated (see
     :meth:`_PlanSearch.remaining`); the time is the estimate at the wall
     seconds a run of this proof took (on however many workers it had), the
-    one part of the sentence that is measured. The budget named is per
-    entry of the counterexample and per worker, as ``--proof-budget`` is.
+    one part that is measured, so it is kept apart (the hunt's line says it;
+    the saved ``proof`` does not: a trace file of a seed is the same in every
+    run). The budget named is per entry of the counterexample and per worker,
+    as ``--proof-budget`` is.
     """
     left = search.remaining()
     if left is None:
-        return ""
+        return "", ""
     level, plans, likely, by = left
     rest = f"; level {level}: at least {plans:,} {_plural(plans, 'plan')} not run"
     if likely > plans:
         rest += f", about {_round(likely):,} by {by}"
+    took = ""
     if sub.runs > 0:
         per_run = sub.elapsed() / sub.runs
         on = f"{workers} {_plural(workers, 'worker')}"
-        rest += f": about {_duration(likely * per_run)} more at {per_run * 1000:.1f} ms a run ({on})"
+        took = f"about {_duration(likely * per_run)} more at {per_run * 1000:.1f} ms a run ({on})"
     # the runs taken and the plans left, shared by the entries and the workers (as _proof_budget and minimize do)
     need = -(-(sub.runs + likely) // (min(max(1, k), PROOF_ENTRIES_CAP) * workers))
     need = -(-need // 1000) * 1000
-    return rest + f"; a proof budget of {need:,} runs an entry (--proof-budget) would likely reach them"
+    return rest + f"; a proof budget of {need:,} runs an entry (--proof-budget) would likely reach them", took
 
 
 def _round(n: int) -> int:
@@ -373,6 +380,7 @@ def prove_found(
     proved = Counterexample.from_outcome(cx.scenario, cx.params, best.out, strategy=cx.strategy, seed=cx.seed,
                                          limits=cx.limits, plan=best.plan, faults=cx.faults)
     proved.proved_minimal, proved.proof, proved.meta = best.proved, best.proof, dict(cx.meta)
+    proved.proof_time = best.proof_time
     return proved, runner.runs
 
 

@@ -87,7 +87,7 @@ class Result:
                     f"(step {cx.steps:,}; replay it to see the loop)")
         if self.counterexample is not None:
             cx = self.counterexample
-            proof = f" ({cx.proof})" if cx.proof else ""
+            proof = f" ({cx.proof}{': ' + cx.proof_time if cx.proof_time else ''})" if cx.proof else ""
             pre = f"{where}, interrupted" if self.verdict == "interrupted" else where
             by = f" by {self.found_by}" if self.found_by else ""
             return (
