@@ -126,12 +126,17 @@ class TestProcess(ExternalOperator):
         timeout: float = 900.0,
         max_lag: float | None = None,
         tls: bool = True,
+        ahead: bool = False,
     ) -> None:
-        """See the class; ``quiet``, ``bound``, ``max_lag`` and ``tls`` are :class:`ExternalOperator`'s."""
+        """See the class; ``quiet``, ``bound``, ``max_lag`` and ``tls`` are :class:`ExternalOperator`'s.
+
+        ``ahead``: start the next run's command during this one (:class:`ExternalOperator`'s start-ahead); off by
+        default, because a test's own real-time timeouts start with its process: envtest's and Ginkgo's waits
+        (5 s) would count the time its first request was held for its run, and the suite fails on its own."""
         if timeout <= 0:
             raise ValueError(f"TestProcess {name!r}: timeout must be > 0 (got {timeout})")
         super().__init__(api, name, argv, env={"USE_EXISTING_CLUSTER": "true", **(env or {})}, cwd=cwd,
-                         quiet=quiet, bound=bound, startup=startup, tls=tls,
+                         quiet=quiet, bound=bound, startup=startup, tls=tls, ahead=ahead,
                          max_lag=DEFAULT_MAX_LAG if max_lag is None else max_lag)
         self._timeout = timeout
         self._started_at: float | None = None

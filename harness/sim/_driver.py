@@ -63,7 +63,7 @@ def waits_for_outside(
         run_trio(world._main, scenario, clock=VirtualClock(world))
     except Exception:
         pass
-    return world.probed_outside
+    return world._probed_outside
 
 
 def _shown(chooser: Chooser, out: RunOutcome) -> RunOutcome:

@@ -230,7 +230,7 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
         #: a probe's run (:func:`harness.sim._driver.waits_for_outside`): stop where a program outside first joins
         self._probe_outside = False
         #: the kind of the first program outside the probe met (``"ExternalOperator"``), None: none
-        self.probed_outside: str | None = None
+        self._probed_outside: str | None = None
         #: called when a primitive's state changes (an Event set, a Queue put, a Lock released): the real
         #: clock's waiters re-check their guards; the deterministic scheduler re-checks them at every step
         self._wake: Callable[[], None] | None = None
@@ -393,7 +393,7 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
         In a probe's run it raises :class:`OutsideProbed` instead, before the program is started: the probe
         wanted to know that one would run, and the run ends there."""
         if self._probe_outside:
-            self.probed_outside = type(outside).__name__
+            self._probed_outside = type(outside).__name__
             raise OutsideProbed(f"{type(outside).__name__} would run a program outside the world: the probe stops here")
         self._outsides.append(outside)
 
