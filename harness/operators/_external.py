@@ -415,10 +415,14 @@ class ExternalOperator:
     def quiet_for(self) -> float | None:
         """Real seconds since the process last sent or was sent anything, or was seen computing (a thread running
         or runnable, its CPU time grown: ``harness.operators._busy``); None while a request is half read."""
+        return self._quiet_for(look=True)
+
+    def _quiet_for(self, *, look: bool) -> float | None:
+        """:meth:`quiet_for`, the process looked at (its CPU, its threads' waits) only when ``look``."""
         if self._inflight:
             return None
         now = real_monotonic()
-        if self._load is not None and not self._gone():
+        if look and self._load is not None and not self._gone():
             if self._load.busy():
                 self._last = now
             elif self._settled(now):

@@ -212,17 +212,7 @@ class TestProcess(ExternalOperator):
         the process's own controllers sends requests, which are traffic)."""
         if self._started_at is not None and real_monotonic() - self._started_at > self._timeout:
             self._time_out()
-        if self._inflight:
-            return None
-        now = real_monotonic()
-        polling = now - self._polled_at < self._quiet
-        if not polling and self._load is not None and not self._gone():
-            if self._load.busy():
-                self._last = now
-            elif self._settled(now):
-                self._ended_settled = True
-                return max(now - self._last, self._quiet)
-        return now - self._last
+        return self._quiet_for(look=real_monotonic() - self._polled_at >= self._quiet)
 
     def _recording(self, fn: Any, key: tuple[str, str]) -> Any:
         """``fn`` (a read's handling), keeping its answer for the next identical read: only when the store did not
