@@ -163,6 +163,8 @@ def resolve_scenario(ref: str, *, base: Path | None = None) -> Scenario:
 
 #: lines of a runaway's program: enough for the loop's first iterations
 _LOOP_LINES = 40
+#: trace records whose choice is a value, not a position among what was offered: compared in every replay
+_VALUED = frozenset({"choose", "fault"})
 
 
 @dataclass
@@ -221,7 +223,7 @@ class Counterexample:
         if not trace.noted and self.violation.kind != "no-yield":  # that run would hold the watchdog's bound again
             try:
                 fn = self._scenario_fn()
-                chooser: Any = PlanChooser(self.plan) if self.plan is not None else ReplayChooser(self.choices)
+                chooser: Any = PlanChooser(self.plan) if self.plan is not None else ReplayChooser(self.choices, self.trace)
                 out = run_once(fn, chooser, params=self.params, limits=self.limits, faults=self.faults, notes=True)
             except Exception:  # a story falls back to the steps, never fails a report
                 out = None
@@ -315,7 +317,7 @@ class Counterexample:
 
     def _run(self, observer: Callable[[Any, Any], None] | None, notes: bool) -> RunOutcome:
         fn = self._scenario_fn()
-        chooser: Any = PlanChooser(self.plan) if self.plan is not None else ReplayChooser(self.choices)
+        chooser: Any = PlanChooser(self.plan) if self.plan is not None else ReplayChooser(self.choices, self.trace)
         return run_once(fn, chooser, params=self.params, limits=self.limits, observer=observer, faults=self.faults,
                         notes=notes)
 
@@ -331,8 +333,9 @@ class Counterexample:
         """Whether a replay ``out`` must have this trace's digest, byte for byte: every run inside the world does.
 
         A run with operator processes outside the world (``ExternalOperator``: it waited for them,
-        ``outside_seconds``) is compared at the API boundary instead: the same actions in the same order with the
-        same choices, to the same violation (:meth:`divergence`), since their threads run on the real clock. A
+        ``outside_seconds``) is compared at the API boundary instead: the same actions in the same order, the same data
+        choices and faults, to the same violation (:meth:`divergence`), since their threads run on the real clock (an
+        action may stand at another position among those offered: which requests had arrived is the OS's timing). A
         trace of an older format is compared that way too (its times were rounded otherwise).
         """
         return not out.outside_seconds and self.format_version == FORMAT_VERSION
@@ -359,7 +362,9 @@ class Counterexample:
                     old[i].choice == new[i].choice:  # the same action taken, but not the same step: another digest
                 step, why = old[i].step, _another_step(old, new, i)
                 break
-            if not old[i].same_action(new[i]) or old[i].choice != new[i].choice:
+            # (outside the world, letting time pass is the same action whatever waited: arrivals are the OS's)
+            same = old[i].same_action(new[i]) or (not exact and old[i].kind == new[i].kind == "wait")
+            if not same or (old[i].choice != new[i].choice and (exact or old[i].kind in _VALUED)):
                 step = old[i].step
                 why = (
                     f"diverged at step {step} because the trace recorded '{old[i].actor}: {old[i].label}' "

@@ -183,7 +183,8 @@ def explore(
                     unapplied = unapplied_entries(strat.plan, chooser)
                     plan_notes = [f"entry never applied: {u}" for u in unapplied]
                 else:
-                    out = runner.run(ReplayChooser(list(strat.choices)))
+                    out = runner.run(ReplayChooser(list(strat.choices),
+                                                  None if strat.expected is None else strat.expected.trace))
                 found = out if _failed(out) else None
                 if strat.expected is not None:
                     diverged = strat.expected.divergence(out)

@@ -65,7 +65,7 @@ def _confirmed(runner: _Runner, res: RunOutcome, plan: tuple[Entry, ...], target
 
 def to_plan(runner: _Runner, out: RunOutcome) -> tuple[RunOutcome, tuple[Entry, ...]] | None:
     """Write a positional run down as a plan, and check the plan makes the same failure."""
-    conv = ConvertingChooser(out.choices)
+    conv = ConvertingChooser(out.choices, out.trace)  # (the actions it took, where processes' arrivals moved them)
     runner.run(conv)
     plan = conv.result()
     again = runner.run(PlanChooser(plan))

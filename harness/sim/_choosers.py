@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from ._choice import Option
 from ._plan import Entry, Fault, Hold, Ident, Pick, canonical_plan
@@ -162,12 +163,26 @@ class PCTChooser(_Perturbed):
 
 
 class ReplayChooser:
-    """Replays a list of positional decisions; past its end every decision is canonical (0)."""
+    """Replays a list of positional decisions; past its end every decision is canonical (0).
 
-    def __init__(self, choices: Sequence[int]) -> None:
+    Given the ``trace`` the choices were recorded with, it follows the recorded *actions*: where the recorded
+    position now holds another action but the recorded one is offered elsewhere, that one runs. In a run inside the
+    world the two never differ; with operator processes outside it (``harness.operators``) they do, since which of
+    their requests have arrived by a decision is the OS's timing, and an index alone would then replay another
+    action. Data choices and faults stay positional (their meaning does not depend on arrivals).
+    """
+
+    def __init__(self, choices: Sequence[int], trace: Iterable[Any] | None = None) -> None:
         self._choices = list(choices)
         self._i = 0
         self.clamped = 0  #: how many recorded choices were out of range on replay
+        #: decisions where the recorded action was offered at another position, and taken there
+        self.followed = 0
+        self._expected: list[Any] | None = None
+        self._at = 0
+        if trace is not None:
+            self._expected = [r for r in trace if r.kind in _DECISION_RECORDS]
+            self.wants_identities = True  # the world then asks at every step, so the records stay in step
 
     def _next(self, n: int) -> int:
         i = self._i
@@ -180,14 +195,55 @@ class ReplayChooser:
             return c % n
         return c
 
+    def _record(self) -> Any:
+        """The next recorded decision, or None past the trace (or without one)."""
+        expected = self._expected
+        if expected is None or self._at >= len(expected):
+            return None
+        self._at += 1
+        return expected[self._at - 1]
+
+    def awaits(self, options: Sequence[Option]) -> bool:
+        """Whether the next recorded decision ran an action that is not among ``options`` (yet): with a program
+        outside the world, its request may still be on the way (the world then waits for it, a bounded while)."""
+        expected = self._expected
+        if expected is None or self._at >= len(expected):
+            return False
+        was = expected[self._at]
+        return was.kind == "run" and not any(o.actor == was.actor and o.label == was.label for o in options)
+
     def schedule(self, options: Sequence[Option], now: float, can_wait: bool) -> int:
-        return self._next(len(options) + (1 if can_wait else 0))
+        n = len(options)
+        was = self._record() if self._expected is not None else None
+        if n == 1 and not can_wait:  # no decision (the world records none)
+            return 0
+        c = self._next(n + (1 if can_wait else 0))
+        if was is None:
+            return c
+        if was.kind == "wait":
+            return n if can_wait else c
+        if c < n and options[c].actor == was.actor and options[c].label == was.label:
+            return c
+        for i, o in enumerate(options):
+            if o.actor == was.actor and o.label == was.label:
+                self.followed += 1
+                return i
+        return c
 
     def choose(self, n: int, point: Option) -> int:
+        if self._expected is not None:
+            self._record()
         return self._next(n)
 
     def fault(self, point: Option) -> bool:
-        return self._next(2) == 1
+        fired = self._next(2) == 1
+        if fired and self._expected is not None:
+            self._record()
+        return fired
+
+
+#: the kinds of trace records a decision of a chooser makes, one each (a fault point only when it fired)
+_DECISION_RECORDS = frozenset({"run", "timer", "wait", "choose", "fault"})
 
 
 class PlanChooser:
@@ -356,17 +412,21 @@ class ConvertingChooser(PlanChooser):
     enabled; the next action that runs closes them.
     """
 
-    def __init__(self, choices: Sequence[int]) -> None:
+    def __init__(self, choices: Sequence[int], trace: Iterable[Any] | None = None) -> None:
         super().__init__(())
-        self._replay = ReplayChooser(choices)
+        self._replay = ReplayChooser(choices, trace)
         self._open: list[Ident] = []
 
     def _active(self, h: Hold, now: float) -> bool:
         return h.what in self._open or super()._active(h, now)
 
+    def awaits(self, options: Sequence[Option]) -> bool:
+        """:meth:`ReplayChooser.awaits` of the run it writes down."""
+        return self._replay.awaits(options)
+
     def schedule(self, options: Sequence[Option], now: float, can_wait: bool) -> int:
         n = len(options)
-        actual = self._replay.schedule(options, now, can_wait) if (n > 1 or can_wait) else 0
+        actual = self._replay.schedule(options, now, can_wait)
         if actual == n:
             for o in options:
                 assert o.ident is not None

@@ -25,6 +25,7 @@ from trio._core._run import GLOBAL_RUN_CONTEXT  # where a held task goes back wh
 from .._tested import require_tested
 from ._actors import _CANCEL, MAIN_ACTOR, MECHANICAL, _Actor, waiting_at
 from ._choice import Option
+from ._clocks import real_monotonic
 from ._footprints import _harness_code
 from ._misuse import ending, misuse
 from ._oracles import where
@@ -40,6 +41,10 @@ require_tested("trio")  # GLOBAL_RUN_CONTEXT's run queue is Trio's internals: a 
 
 def _index(actor: _Actor) -> int:
     return actor.index
+
+
+#: real seconds a replay waits at one decision for a request of a program outside the world that it recorded there
+AWAIT_ARRIVAL = 5.0
 
 
 class _Dispatch(_RunState):
@@ -436,6 +441,8 @@ class _Dispatch(_RunState):
                 idx = 0
             else:
                 options = [e[2].option for e in enabled]  # type: ignore[attr-defined]
+                if self._outsides and urgent is None and self._awaiting(options):
+                    return None  # (the controller waits for the program outside, then asks again)
                 idx = chooser.schedule(options, now, can_wait)
                 if n > 1 or can_wait:
                     self._choices.append(idx)
@@ -501,6 +508,25 @@ class _Dispatch(_RunState):
                 if mem is not None and self._fp is not None:
                     self._fp.append(Access(mem))  # what it does may come from what its process remembers
             return actor
+
+    def _awaiting(self, options: list[Option]) -> bool:
+        """Whether a replay waits for a program outside the world before this decision: its recorded action is a
+        request not arrived yet (``ReplayChooser.awaits``). Bounded: after :data:`AWAIT_ARRIVAL` real seconds at one
+        decision the replay goes on without it (it diverges there, and says so), and awaits nothing more."""
+        awaits = getattr(self._chooser, "awaits", None)
+        if awaits is None or self._await_deadline < 0:
+            return False
+        if not awaits(options):
+            self._await_deadline = 0.0
+            return False
+        now = real_monotonic()
+        if not self._await_deadline:
+            self._await_deadline = now + AWAIT_ARRIVAL
+        elif now >= self._await_deadline:
+            self._await_deadline = -1.0
+            return False
+        self._awaiting_outside = True
+        return True
 
     def _looping(self) -> str:
         """The actors of the last 200 steps, busiest first, with their most frequent action: what loops."""

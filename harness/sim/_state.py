@@ -45,6 +45,8 @@ class _RunState:
     _chooser: Chooser
     _observer: Callable[[World, Record | None], None] | None
     _wants_idents: bool
+    _await_deadline: float
+    _awaiting_outside: bool
     _occurrences: dict[tuple[str, str, str | None], int]
     _choices: list[int]
     _fault_points: dict[str, int]

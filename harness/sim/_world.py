@@ -222,6 +222,10 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
         #: programs outside the world (an operator's OS process) the scheduler waits for between choices
         self._outsides: list[Outside] = []
         self._outside_waiting = False
+        #: a replay's wait for a recorded request of a program outside: its deadline (real clock; 0: none; -1:
+        #: one passed, the run awaits no more), and whether the controller is to wait now (``_awaiting``)
+        self._await_deadline = 0.0
+        self._awaiting_outside = False
         self._outside_looks = 0  # the watchdog's progress while the scheduler waits outside
         self._outside_waker = _Waker()  # an outside's activity pokes it: the wait looks again
         self._outside_lot = tl.ParkingLot()  # the block watcher parks here while the scheduler waits outside
@@ -362,6 +366,13 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
                 await tl.wait_task_rescheduled(lambda _rc: tl.Abort.SUCCEEDED)
             if self._violation is not None or self._ended:
                 return
+            if self._awaiting_outside:  # a replay's recorded request is still on its way: wait for it, then choose
+                self._awaiting_outside = False
+                await self._wait_outside(_HELD_LOOK)
+                if self._violation is not None:
+                    return
+                chosen = self._dispatch()
+                continue
             if self._outsides and self._real is None:
                 if not self._outside_stirred():
                     # nothing is enabled and virtual time is about to move: a program outside gets its quiet
@@ -373,7 +384,7 @@ class World(_Dispatch, _Time, _Footprints, _Oracles):
                 if self._violation is not None:
                     return
                 chosen = self._dispatch()
-                if chosen is not None:
+                if chosen is not None or self._awaiting_outside:
                     continue
                 if self._nothing_scheduled() and any(o.holds() for o in self._outsides):
                     # a program the scenario waits for still runs (a test command), and the world has nothing

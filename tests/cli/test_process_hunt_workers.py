@@ -3,7 +3,8 @@
 The scenario's operator is a few lines of standard-library Python (``COPIER``): it reads a ConfigMap and copies its
 label into a Secret, once. The user updates the ConfigMap meanwhile; the copy is stale when the operator's read
 goes before the update (one deviation). Each operator process writes its parent's pid into a folder of the test's,
-so the test sees which processes ran the runs: the worker processes, or the hunt itself.
+so the test sees which processes ran the runs: the worker processes, or the hunt itself. The two hunts' counterexamples
+are compared as a replay compares a run with a process (``Counterexample.divergence``): at the API boundary.
 """
 
 from __future__ import annotations
@@ -106,7 +107,9 @@ def test_process_hunt_uses_every_core_with_same_verdicts(tmp_path: Path) -> None
     assert "1 search in" in one.stdout and "on 1 worker: the scenario runs an ExternalOperator" in one.stdout
     assert "(real clock; this process)" in one.stdout
     assert elsewhere == set(), elsewhere
-    # the same shards, so the same verdict and the same counterexamples, byte for byte
+    # the same shards, so the same verdict and the same counterexamples: the same choices, and the same actions in
+    # the same order to the same violation (a run with a process is compared at the API boundary, as a replay compares
+    # it: a digest also holds how many of the process's requests had arrived at each decision, the OS's timing)
     shards = re.search(r"in (\d+) shards", flat)
     assert shards is not None and f"in {shards.group(1)} shards on 1 worker" in " ".join(one.stdout.split())
     verdicts = [[line.split(":")[0] for line in done.stdout.splitlines() if line.startswith("[")] for done in (many, one)]
@@ -116,4 +119,12 @@ def test_process_hunt_uses_every_core_with_same_verdicts(tmp_path: Path) -> None
     for name in traces:
         a, b = Counterexample.load(many_reports / name), Counterexample.load(one_reports / name)
         assert a.violation.kind == "oracle" and a.deviations == 1
-        assert (a.digest(), a.choices, a.plan, a.seed) == (b.digest(), b.choices, b.plan, b.seed)
+        assert (a.choices, a.plan, a.seed, a.signature()) == (b.choices, b.plan, b.seed, b.signature())
+        assert _actions(a) == _actions(b), (a.trace.render(), b.trace.render())
+
+
+def _actions(cx: Counterexample) -> list[tuple[str, str, str, str | None, int | None]]:
+    """What a replay of a run with a process compares: its actions in order (waits whatever waited), data choices
+    and faults with their values."""
+    return [(r.kind, r.actor, r.label if r.kind != "wait" else "", r.key, r.choice if r.kind in ("choose", "fault")
+             else None) for r in cx.trace]

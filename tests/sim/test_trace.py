@@ -22,7 +22,19 @@ from typing import Any
 import pytest
 
 import tests.toys as toys
-from harness.sim import FaultPlacement, PCTChooser, RandomChooser, Record, RunOutcome, Trace, World, run_batch, run_once
+from harness.sim import (
+    FaultPlacement,
+    Option,
+    PCTChooser,
+    RandomChooser,
+    Record,
+    ReplayChooser,
+    RunOutcome,
+    Trace,
+    World,
+    run_batch,
+    run_once,
+)
 from races import REGISTRY
 
 GOLDEN: dict[str, list[Any]] = json.loads((Path(__file__).parent / "trace_digests.json").read_text())
@@ -111,3 +123,36 @@ def test_wait_records_say_what_was_held(more: bool) -> None:
     rec = _record((4, 1.5, "scheduler", (held, more), None, None, 2, 3, "wait", held[0]))
     assert rec == Record(4, 1.5, "scheduler", f"let time pass while a: x, b: y{' ...' if more else ''} wait", None,
                          None, 2, 3, "wait", "a: x")
+
+
+def _offered(*names: str) -> list[Option]:
+    return [Option(name, f"{name.partition('/')[2] or name} step", None) for name in names]
+
+
+def test_replay_follows_the_recorded_action_where_arrivals_moved_it() -> None:
+    """A replay of a run with a process outside the world: which of its requests have arrived by a decision is the
+    OS's timing, so the recorded position may now hold another action. Given the trace, the replay takes the recorded
+    action where it stands now, says it waits for one not arrived yet, and keeps data choices and faults positional;
+    without the trace it replays positions alone."""
+    trace = [
+        Record(1, 0.0, "op/GET cm", "GET cm step", None, None, 1, 2, "run", None),
+        Record(2, 0.0, "main", "main step", None, None, 1, 2, "choose", None),
+        Record(3, 0.0, "op/POST s", "POST s step", None, None, 0, 1, "run", None),
+        Record(4, 0.0, "op/PUT cm", "PUT cm step", None, None, 0, 2, "run", None),
+    ]
+    choices = [1, 1, 0]  # (the step of one option made no decision)
+    follows = ReplayChooser(choices, trace)
+    assert follows.wants_identities
+    # an earlier arrival took position 1: the recorded request stands at 2 now
+    assert follows.schedule(_offered("main", "op/POST s", "op/GET cm"), 0.0, False) == 2 and follows.followed == 1
+    assert follows.choose(3, Option("main", "main step", None)) == 1  # a data choice is a value
+    only = _offered("op/POST s")
+    assert not follows.awaits(only) and follows.schedule(only, 0.0, False) == 0
+    late = _offered("main")
+    assert follows.awaits(late)  # the recorded PUT has not arrived: the world waits for it
+    assert follows.awaits(_offered("main", "op/GET cm"))
+    assert not follows.awaits(_offered("main", "op/PUT cm"))
+    positional = ReplayChooser(choices)
+    assert not getattr(positional, "wants_identities", False)
+    assert positional.schedule(_offered("main", "op/POST s", "op/GET cm"), 0.0, False) == 1
+    assert not positional.awaits(late)
