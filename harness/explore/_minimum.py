@@ -178,10 +178,12 @@ def minimize(
     shrinker = runner.sub(None, phase="shrink")
     try:
         if plan is None:
-            written = to_plan(runner, out)
+            # (written down on the shrinker's budget: a run with a process confirms its plan with runs of its own,
+            # which a search that spent its budget finding the failure would otherwise refuse)
+            written = to_plan(shrinker, out)
             if written is None and shrink:
                 out = _shrink_positional(shrinker, out, max_runs=min(1000, shrink_runs // 2))
-                written = to_plan(runner, out)
+                written = to_plan(shrinker, out)
             if written is None:
                 return _Minimum(out, None, None, "not proved minimal: the run could not be written as a plan")
             out, plan = written

@@ -119,6 +119,8 @@ def test_process_hunt_uses_every_core_with_same_verdicts(tmp_path: Path) -> None
     for name in traces:
         a, b = Counterexample.load(many_reports / name), Counterexample.load(one_reports / name)
         assert a.violation.kind == "oracle" and a.deviations == 1
+        # written down as a plan and proved minimal on the shrinker's budget (the search spent its own finding it)
+        assert a.plan is not None and len(a.plan) == 1 and a.proved_minimal, (a.plan, a.proof)
         assert (a.choices, a.plan, a.seed, a.signature()) == (b.choices, b.plan, b.seed, b.signature())
         assert _actions(a) == _actions(b), (a.trace.render(), b.trace.render())
 
