@@ -176,19 +176,24 @@ def minimize(
     # The shrinker has its own budget (shrink_plan's max_runs), not what the search left of its own: a bug
     # found at run 845 of 1,000 was shrunk for 155 runs and kept a 38-entry plan, whose proof then ran minutes.
     shrinker = runner.sub(None, phase="shrink")
+    writing = 0  # the runs that write the found run down as a plan: on top of the shrinker's own
     try:
         if plan is None:
-            # (written down on the shrinker's budget: a run with a process confirms its plan with runs of its own,
-            # which a search that spent its budget finding the failure would otherwise refuse)
+            # (written down by the shrinker's runner: a run with a process confirms its plan with runs of its own,
+            # which the search's runner refuses once finding the failure spent its budget)
+            before = shrinker.runs
             written = to_plan(shrinker, out)
+            writing = shrinker.runs - before
             if written is None and shrink:
                 out = _shrink_positional(shrinker, out, max_runs=min(1000, shrink_runs // 2))
+                before = shrinker.runs
                 written = to_plan(shrinker, out)
+                writing += shrinker.runs - before
             if written is None:
                 return _Minimum(out, None, None, "not proved minimal: the run could not be written as a plan")
             out, plan = written
         if shrink:
-            out, plan = shrink_plan(shrinker, out, plan, max_runs=max(0, shrink_runs - shrinker.runs))
+            out, plan = shrink_plan(shrinker, out, plan, max_runs=max(0, shrink_runs - (shrinker.runs - writing)))
     finally:
         runner.absorb(shrinker)
     shrunk_at = runner.runs
