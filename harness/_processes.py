@@ -78,6 +78,7 @@ _families: dict[str, ProcessFamily] = {}
 _folders: set[Path] = set()
 _atexit_installed = False
 _searches = 0  # searches under way (nested: a hunt's search, its shrink and its proof are one)
+_ending: list[threading.Thread] = []  # families ending off a search's path (ProcessFamily.end_soon)
 _search_ends: list[Callable[[], None]] = []
 
 
@@ -196,6 +197,20 @@ class ProcessFamily:
                     time.sleep(0.02)
         finally:  # (a KeyboardInterrupt in the grace still kills them all)
             self.kill()
+
+    def end_soon(self, grace: float = DEFAULT_GRACE) -> None:
+        """:meth:`end`, off the caller's path while a search is under way (:func:`runs_follow`): the next run need
+        not wait for this one's operator to shut down (kopf's graceful stop takes half a second). Still registered
+        until it is gone, so :func:`end_all` kills it; the outermost search returns only once every family handed
+        here has ended (:func:`search`). Outside a search it is :meth:`end`, at once."""
+        if not runs_follow():
+            self.end(grace)
+            return
+        thread = threading.Thread(target=self.end, args=(grace,), name="race-harness-end", daemon=True)
+        with _lock:
+            _ending[:] = [t for t in _ending if t.is_alive()]
+            _ending.append(thread)
+        thread.start()
 
     def kill(self) -> None:
         """SIGKILL every member, again until none is left (bounded), and reap the operator."""
@@ -328,7 +343,17 @@ def search() -> Iterator[None]:
             _searches -= 1
             last = _searches == 0
         if last:
+            _ended_soon()
             end_spares()
+
+
+def _ended_soon() -> None:
+    """Wait until every family handed to :meth:`ProcessFamily.end_soon` has ended (each within its grace and the
+    kill's bound)."""
+    with _lock:
+        threads, _ending[:] = list(_ending), []
+    for thread in threads:
+        thread.join()
 
 
 def runs_follow() -> bool:

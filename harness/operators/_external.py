@@ -541,7 +541,7 @@ class ExternalOperator:
                 for family in self.families:
                     if family.popen is not None and family.popen.returncode is None:
                         self._killed.add(family.popen.pid)
-                    family.end()
+                    family.end_soon()  # (in a search, the next run starts while this one's process shuts down)
             finally:
                 self.popen = None
                 if self._dir is not None:

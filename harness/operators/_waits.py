@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import struct
 from pathlib import Path
 
@@ -178,15 +179,21 @@ def _unread(pid: int, inodes: set[int], ports: tuple[int, ...] = ()) -> bool:
     a connection waiting in its listening socket's backlog, whose ``rx_queue`` counts them)."""
     for table in ("tcp", "tcp6"):
         try:
-            lines = (_PROC / str(pid) / "net" / table).read_text().splitlines()[1:]
+            with open(f"{_PROC}/{pid}/net/{table}", "rb") as f:
+                text = f.read()
         except OSError:
             continue
-        for line in lines:
-            f = line.split()
-            if len(f) > 9 and int(f[4].split(":")[1], 16) and (
-                    int(f[9]) in inodes or int(f[1].rsplit(":", 1)[1], 16) in ports):
+        # (only the lines with a receive queue are split: a table of a busy machine's sockets, most of them in
+        # TIME_WAIT after a hunt's runs, took 5 ms a look to split whole)
+        for m in _QUEUED.finditer(text):
+            fields = m.group(0).split()
+            if len(fields) > 9 and (int(fields[9]) in inodes or int(fields[1].rsplit(b":", 1)[1], 16) in ports):
                 return True
     return False
+
+
+#: a line of ``/proc/net/tcp`` whose ``rx_queue`` (the fifth field's second half) is not zero
+_QUEUED = re.compile(rb"^ *\d+: \S+ \S+ \S+ [0-9A-F]+:(?!0+ )[0-9A-F]+ .*$", re.MULTILINE)
 
 
 def _sockets(pid: int) -> set[int] | None:

@@ -63,7 +63,7 @@ def _search(script: Path, out: Path, mark: str, *, ahead: bool) -> tuple[Any, li
     async def scenario(world: h.World) -> None:
         began = time.monotonic()
         api = APIServer(world)
-        op = ExternalOperator(api, "ahead-operator", [sys.executable, str(script)], ahead=ahead, quiet=0.4,
+        op = ExternalOperator(api, "ahead-operator", [sys.executable, str(script)], ahead=ahead, quiet=0.8,
                               env={"AHEAD_OUT": str(out), "AHEAD_MARK": mark})
         run: dict[str, Any] = {"began": began, "op": op}
         runs.append(run)
