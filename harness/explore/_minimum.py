@@ -63,13 +63,15 @@ def _confirmed(runner: _Runner, res: RunOutcome, plan: tuple[Entry, ...], target
     return True
 
 
-def to_plan(runner: _Runner, out: RunOutcome) -> tuple[RunOutcome, tuple[Entry, ...]] | None:
-    """Write a positional run down as a plan, and check the plan makes the same failure."""
+def to_plan(runner: _Runner, out: RunOutcome, *, confirmer: _Runner | None = None
+            ) -> tuple[RunOutcome, tuple[Entry, ...]] | None:
+    """Write a positional run down as a plan, and check the plan makes the same failure (a run with a process:
+    again, on ``confirmer``'s runs, whose budget is not the search's that found it)."""
     conv = ConvertingChooser(out.choices, out.trace)  # (the actions it took, where processes' arrivals moved them)
     runner.run(conv)
     plan = conv.result()
     again = runner.run(PlanChooser(plan))
-    if out.violation is not None and _confirmed(runner, again, plan, out.violation):
+    if out.violation is not None and _confirmed(confirmer or runner, again, plan, out.violation):
         return again, plan
     return None
 
@@ -179,15 +181,15 @@ def minimize(
     writing = 0  # the runs that write the found run down as a plan: on top of the shrinker's own
     try:
         if plan is None:
-            # (written down by the shrinker's runner: a run with a process confirms its plan with runs of its own,
-            # which the search's runner refuses once finding the failure spent its budget)
+            # (a run with a process confirms its plan with runs of its own: the shrinker's, since the search's
+            # runner refuses them once finding the failure spent its budget)
             before = shrinker.runs
-            written = to_plan(shrinker, out)
+            written = to_plan(runner, out, confirmer=shrinker)
             writing = shrinker.runs - before
             if written is None and shrink:
                 out = _shrink_positional(shrinker, out, max_runs=min(1000, shrink_runs // 2))
                 before = shrinker.runs
-                written = to_plan(shrinker, out)
+                written = to_plan(runner, out, confirmer=shrinker)
                 writing += shrinker.runs - before
             if written is None:
                 return _Minimum(out, None, None, "not proved minimal: the run could not be written as a plan")
