@@ -210,11 +210,11 @@ class ReplayChooser:
         if expected is None or self._at >= len(expected):
             return False
         was = expected[self._at]
-        return was.kind == "run" and not any(o.actor == was.actor and o.label == was.label for o in options)
+        return was.kind == "run" and not any(_is(o, was) for o in options)
 
     def schedule(self, options: Sequence[Option], now: float, can_wait: bool) -> int:
         n = len(options)
-        was = self._record() if self._expected is not None else None
+        was = self._record()
         if n == 1 and not can_wait:  # no decision (the world records none)
             return 0
         c = self._next(n + (1 if can_wait else 0))
@@ -222,24 +222,28 @@ class ReplayChooser:
             return c
         if was.kind == "wait":
             return n if can_wait else c
-        if c < n and options[c].actor == was.actor and options[c].label == was.label:
+        if c < n and _is(options[c], was):
             return c
         for i, o in enumerate(options):
-            if o.actor == was.actor and o.label == was.label:
+            if _is(o, was):
                 self.followed += 1
                 return i
         return c
 
     def choose(self, n: int, point: Option) -> int:
-        if self._expected is not None:
-            self._record()
+        self._record()
         return self._next(n)
 
     def fault(self, point: Option) -> bool:
         fired = self._next(2) == 1
-        if fired and self._expected is not None:
+        if fired:
             self._record()
         return fired
+
+
+def _is(option: Option, record: Any) -> bool:
+    """Whether ``option`` is the action a trace ``record`` ran (its actor and label)."""
+    return bool(option.actor == record.actor and option.label == record.label)
 
 
 #: the kinds of trace records a decision of a chooser makes, one each (a fault point only when it fired)
