@@ -20,6 +20,7 @@ import pytest
 
 import harness as h
 from harness import _cluster
+from harness._pool import SerialPool
 from harness.explore import _exhaustive
 from harness.explore._exhaustive import RefereeJob, _report, run_plans
 from harness.sim import Limits, PlanChooser, RunOutcome, run_batch, run_once
@@ -173,6 +174,41 @@ async def dies_once(world: h.World, *, marker: str, client_pid: int, fixed: bool
         os.kill(os.getpid(), signal.SIGKILL)
     await lost_update(world, fixed=fixed)
 '''
+
+
+class _FlakyWorkerClient:
+    """Shards run here in order; the first shard of two plans or more "fails" its first plan on the worker (as
+    an OS process's timing can) and stops there, as a worker stops at an accepted plan: its re-run here passes."""
+
+    def __init__(self) -> None:
+        self.pool = SerialPool()
+        self.flaked: list[Any] = []
+
+    def nthreads(self) -> dict[str, int]:
+        return self.pool.nthreads()
+
+    def submit(self, fn: Any, *args: Any, pure: bool = False) -> Any:
+        _ref, _job, plans = args
+
+        def shard(*a: Any) -> Any:
+            reports, seconds = fn(*a)
+            if not self.flaked and len(plans) >= 2:
+                self.flaked.append(plans[0])
+                return [(reports[0][0], True)], seconds
+            return reports, seconds
+
+        return self.pool.submit(shard, *args, pure=pure)
+
+
+def test_plan_failing_on_a_worker_only_runs_the_rest_of_its_shard() -> None:
+    # before: the referee read 1 report of the shard's plans and raised "a shard runner reported 20 of 22
+    # plans and no reason to stop" (a Go envtest suite's hunt in CI)
+    here = h.explore(lost_update, strategy="exhaustive:2", fixed=True)
+    fake = _FlakyWorkerClient()
+    there = h.explore(lost_update, strategy="exhaustive:2", fixed=True, shard_runner=_cluster.DaskShards(fake))
+    assert fake.flaked, "no shard of two plans: nothing was checked"
+    _same(here, there)
+    assert there.verdict == "proved-clean"
 
 
 def test_killed_worker_costs_one_shard(client: Any, small_shards: None, tmp_path: Path) -> None:
