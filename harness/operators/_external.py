@@ -12,7 +12,10 @@ than merely served:
 * **every request is an actor's steps** (``app-operator/POST /api/v1/...``,
   named by the request, not by when it came), so each API call is a yield point
   where the world's choices apply (conflicts, lost responses), and every watch
-  event to it is a delivery held in its window like an informer's;
+  event to it is a delivery held in its window like an informer's. Reads of
+  discovery and OpenAPI documents (``/api``, ``/apis/<group>/<version>``,
+  ``/version``, ``/openapi/v3``) are the exception: a function of the kinds
+  served, answered where the world waits, not steps (:meth:`_spawn_request`);
 * **quiescence between choices** (``harness.sim._outside``): after a step that
   answered the process or took a request from it, the scheduler waits on the
   real clock until the process is quiet (nothing half sent, nothing new for
@@ -60,7 +63,7 @@ import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.sim import real_monotonic  # (the process's quiet time is real, whoever reads it)
 
@@ -70,6 +73,9 @@ from ..kube._delivery import DEFAULT_MAX_LAG
 from ..kube._http._tcp import loopback_kubeconfig
 from . import _ahead
 from ._busy import ProcessLoad
+
+if TYPE_CHECKING:
+    from ..kube._http._handler import APIHandler
 
 _LEVELS = (("CRITICAL", "CRITICAL"), ("ERROR", "ERROR"), ("Traceback", "ERROR"), ("Exception", "ERROR"),
            ("Error:", "ERROR"), ("WARNING", "WARNING"), ("WARN", "WARNING"))
@@ -226,6 +232,10 @@ class ExternalOperator:
         self._dir: Path | None = None
         self._port = 0
         self._arrived: list[tuple[str, bytes, int, Any, tuple[Any, ...]]] = []  # requests not yet actors
+        self._handler: APIHandler | None = None  # the REST handler serving it (start())
+        self._documents: list[tuple[int, tuple[Any, ...]]] = []  # discovery reads not yet answered (incarnation)
+        #: discovery and OpenAPI reads answered without a step (see :meth:`_spawn_request`), all runs
+        self.documents_read = 0
         self._output_read: dict[int, int] = {}  # incarnation -> bytes of its output already noted
         #: each process's output (stdout and stderr), by incarnation, once the run ended
         self.logs: dict[int, str] = {}
@@ -280,7 +290,8 @@ class ExternalOperator:
             self._dir = make_folder("race-harness-")
             world.on_end(self._end)  # (first: the folder is removed however what follows ends)
             self.kubeconfig.write_text(loopback_kubeconfig(self._port, self._ca_data))
-        server = TCPServer(world, _handler_of(self.api), self.name, spawn=self._spawn_request,
+        self._handler = _handler_of(self.api)
+        server = TCPServer(world, self._handler, self.name, spawn=self._spawn_request,
                            activity=self._activity, options=WatchOptions(**self._options))
         listeners: list[Any] = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))]
         if self.tls:
@@ -359,8 +370,29 @@ class ExternalOperator:
             self._start_ahead()
         if self.world._real is not None:  # a real-clock run: nothing is chosen, nothing waits
             return self.process.spawn(name, fn, *args, daemon=True)
+        from ..kube._http._handler import is_document
+
+        if is_document(args[0], args[1]):
+            # A discovery or OpenAPI read is a function of the kinds served, which only a step changes: answered
+            # while the world waits (no step runs), or where the wait settles, never a step itself. A client reads
+            # a few in turn at its start (client-go: /api, then /apis; kopf: each group's), and a step each cost a
+            # quiescence wait each (Go: 0.2 s, its start-up's timers) for no choice: where one is answered changes
+            # nothing another actor sees. Its answer is traffic (the process reacts to it).
+            self._documents.append((len(self.popens), args))
+            if self.world._outside_waiting:
+                self._answer_documents()
+            return name
         self._arrived.append((name, args[3], len(self.popens), fn, args))
         return name
+
+    def _answer_documents(self) -> None:
+        documents, self._documents = self._documents, []
+        for incarnation, (_method, target, headers, _body, box, done, _send) in documents:
+            if incarnation == len(self.popens) and not self.process.crashed:
+                assert self._handler is not None
+                box["reply"] = self._handler.document(target, headers, self.name)
+                self.documents_read += 1
+            done.set()  # (no reply: its process was killed meanwhile, the connection closes unanswered)
 
     def settled(self) -> None:
         """The process is quiescent: the requests that came in meanwhile become actors, in order of their names
@@ -372,6 +404,7 @@ class ExternalOperator:
         self._start_ahead()
         if self.world.noting:
             self._note_output()
+        self._answer_documents()
         arrived, self._arrived = self._arrived, []
         for name, _body, incarnation, fn, args in sorted(arrived, key=lambda a: (a[0], a[1])):
             if incarnation != len(self.popens) or self.process.crashed:

@@ -157,6 +157,23 @@ class APIHandler:
         where = _split(url.path)
         if isinstance(where, str):
             return self._discovery(method, where, headers.get("accept", ""))
+        return await self._resource(method, where, query, headers, body, client, options)
+
+    def document(self, target: str, headers: dict[str, str], client: str) -> Reply:
+        """The discovery or OpenAPI document a GET of ``target`` asks for (:func:`is_document`), as :meth:`handle`
+        answers it: a function of the kinds served (the built-in ones and the established CRDs) alone, computed
+        without a step of the world."""
+        method = "GET"
+        path = urlsplit(target).path
+        self.requests[client] += 1
+        if path.startswith("/openapi/"):
+            return self._openapi(method, path, headers.get("accept", ""))
+        where = _split(path)
+        assert isinstance(where, str)
+        return self._discovery(method, where, headers.get("accept", ""))
+
+    async def _resource(self, method: str, where: _Path, query: dict[str, str], headers: dict[str, str],
+                        body: bytes, client: str, options: WatchOptions | None) -> Reply:
         res = self._resolve(where.group, where.version, where.plural)
         if res is None:
             return Reply(404, status_body(NotFound("the server could not find the requested resource")))
@@ -710,6 +727,15 @@ def _json_body(headers: dict[str, str], body: bytes, res: Resource, kind: str) -
     if ctype and ctype != JSON:
         raise UnsupportedMediaType.of([JSON, PROTOBUF])
     return body
+
+
+def is_document(method: str, target: str) -> bool:
+    """Whether a request reads a discovery or OpenAPI document (``GET /api``, ``/apis/apps/v1``, ``/version``,
+    ``/openapi/v3``), which :meth:`APIHandler.document` answers."""
+    if method.upper() != "GET":
+        return False
+    path = urlsplit(target).path
+    return path.startswith("/openapi/") or isinstance(_split(path), str)
 
 
 def _handler_of(api: APIServer) -> APIHandler:
