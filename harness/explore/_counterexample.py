@@ -32,7 +32,7 @@ from ..sim import (
     Entry,
     Ident,
     Limits,
-    PlanChooser,
+    PlanReplayChooser,
     ReplayChooser,
     RunOutcome,
     Trace,
@@ -223,8 +223,8 @@ class Counterexample:
         if not trace.noted and self.violation.kind != "no-yield":  # that run would hold the watchdog's bound again
             try:
                 fn = self._scenario_fn()
-                chooser: Any = PlanChooser(self.plan) if self.plan is not None else ReplayChooser(self.choices, self.trace)
-                out = run_once(fn, chooser, params=self.params, limits=self.limits, faults=self.faults, notes=True)
+                out = run_once(fn, self._chooser(), params=self.params, limits=self.limits, faults=self.faults,
+                               notes=True)
             except Exception:  # a story falls back to the steps, never fails a report
                 out = None
             if out is not None and self.divergence(out) is None:
@@ -317,9 +317,15 @@ class Counterexample:
 
     def _run(self, observer: Callable[[Any, Any], None] | None, notes: bool) -> RunOutcome:
         fn = self._scenario_fn()
-        chooser: Any = PlanChooser(self.plan) if self.plan is not None else ReplayChooser(self.choices, self.trace)
-        return run_once(fn, chooser, params=self.params, limits=self.limits, observer=observer, faults=self.faults,
-                        notes=notes)
+        return run_once(fn, self._chooser(), params=self.params, limits=self.limits, observer=observer,
+                        faults=self.faults, notes=notes)
+
+    def _chooser(self) -> Any:
+        """What replays this run: its plan (the recorded run's actions wherever an operator process takes part), or
+        its recorded decisions."""
+        if self.plan is None:
+            return ReplayChooser(self.choices, self.trace)
+        return PlanReplayChooser(self.plan, self.choices, self.trace)
 
     def _missing_beside(self, missing: Mapping[str, None]) -> str:
         assert self.copy_file is not None and self.scenario_sha256 is not None

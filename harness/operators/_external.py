@@ -406,7 +406,8 @@ class ExternalOperator:
             self._note_output()
         self._answer_documents()
         arrived, self._arrived = self._arrived, []
-        for name, _body, incarnation, fn, args in sorted(arrived, key=lambda a: (a[0], a[1])):
+        # (then by target, query included: a list and a watch of one path share a name, numbered in this order)
+        for name, _body, incarnation, fn, args in sorted(arrived, key=lambda a: (a[0], a[4][1], a[1])):
             if incarnation != len(self.popens) or self.process.crashed:
                 args[5].set()  # (``done``) its process was killed meanwhile: the connection closes unanswered
                 continue

@@ -11,6 +11,7 @@ from ._choosers import ConvertingChooser as ConvertingChooser
 from ._choosers import FaultPlacement as FaultPlacement
 from ._choosers import PCTChooser as PCTChooser
 from ._choosers import PlanChooser as PlanChooser
+from ._choosers import PlanReplayChooser as PlanReplayChooser
 from ._choosers import RandomChooser as RandomChooser
 from ._choosers import ReplayChooser as ReplayChooser
 from ._clocks import EPOCH as EPOCH
@@ -54,7 +55,7 @@ from ._world import World as World
 __all__ = [
     "FORMAT_VERSION", "Access", "Note", "RUNAWAY_KINDS", "VERDICTS", "Chooser", "Event", "Limits", "Lock", "Option",
     "PCTChooser", "Queue",
-    "RandomChooser", "Record", "ReplayChooser", "RunOutcome", "TimerHandle", "Trace", "Violation", "World",
+    "PlanReplayChooser", "RandomChooser", "Record", "ReplayChooser", "RunOutcome", "TimerHandle", "Trace", "Violation", "World",
     "WorldLoop", "running_world_loop", "model_line_here", "call_in_world", "in_lockstep_thread", "alias_model_file",
     "run_batch", "run_once", "LiveRepeat", "RealClock", "repeat_live", "run_live",
     "ConvertingChooser", "FaultPlacement", "PlanChooser", "Entry", "Fault", "Hold", "Ident", "Pick",

@@ -406,6 +406,48 @@ def _one_process(actor: str) -> str | None:
     return None
 
 
+class PlanReplayChooser(PlanChooser):
+    """A plan's run replayed: the plan's chooser inside the world, the recorded run's actions once a program outside it
+    takes part.
+
+    In a run inside the world the plan and the run it recorded are one (the plan picks, at every decision, the
+    action the record holds). With operator processes (``harness.operators``) which of their requests have
+    arrived by a decision is the OS's timing: a plan picks the first action not held among those arrived, so a
+    request that arrives before another one did in the recorded run is taken first, and the run leaves its trace
+    (a test process's POST overtaken by its operator's first LIST). From the first decision the world makes with
+    a program outside it (the world then asks :meth:`awaits`), this follows the recorded run as
+    :class:`ReplayChooser` does: its actions where they now stand, a request not arrived yet waited for. A
+    :class:`ReplayChooser` is kept in step from the start, so it takes over at the right record.
+    """
+
+    def __init__(self, plan: Iterable[Entry], choices: Sequence[int], trace: Iterable[Any]) -> None:
+        super().__init__(plan)
+        self._replay = ReplayChooser(choices, trace)
+        self._following = False
+
+    def awaits(self, options: Sequence[Option]) -> bool:
+        self._following = True
+        return self._replay.awaits(options)
+
+    def schedule(self, options: Sequence[Option], now: float, can_wait: bool) -> int:
+        recorded = self._replay.schedule(options, now, can_wait)
+        planned = super().schedule(options, now, can_wait)
+        if not self._following:
+            return planned
+        self.wait_until = math.inf  # (a recorded wait lasts until the next action is due, as in ReplayChooser)
+        return recorded
+
+    def choose(self, n: int, point: Option) -> int:
+        recorded = self._replay.choose(n, point)
+        planned = super().choose(n, point)
+        return recorded if self._following else planned
+
+    def fault(self, point: Option) -> bool:
+        recorded = self._replay.fault(point)
+        planned = super().fault(point)
+        return recorded if self._following else planned
+
+
 class ConvertingChooser(PlanChooser):
     """Replays positional decisions and writes down the plan that makes the same run.
 

@@ -26,6 +26,7 @@ from harness.sim import (
     FaultPlacement,
     Option,
     PCTChooser,
+    PlanReplayChooser,
     RandomChooser,
     Record,
     ReplayChooser,
@@ -127,6 +128,37 @@ def test_wait_records_say_what_was_held(more: bool) -> None:
 
 def _offered(*names: str) -> list[Option]:
     return [Option(name, f"{name.partition('/')[2] or name} step", None) for name in names]
+
+
+def _identified(*names: str) -> list[Option]:
+    options = _offered(*names)
+    for o in options:
+        o.ident = (o.actor, o.label, None, 1)
+    return options
+
+
+def test_plan_replay_follows_the_recorded_run_once_a_process_takes_part() -> None:
+    """A plan's trace replayed: inside the world the plan picks (the world never asks ``awaits``); once the world
+    has a program outside it (it asks ``awaits`` at each decision) the recorded run's actions are followed where
+    arrivals moved them. Before: a test process's POST overtaken by its operator's first LIST made the plan take the
+    LIST, and the replay of a pytest suite's plan said ``reproduced 0 of 2`` (CI)."""
+    trace = [
+        Record(1, 0.0, "op/GET cm", "GET cm step", None, None, 1, 2, "run", None),
+        Record(2, 0.0, "main", "main step", None, None, 1, 2, "choose", None),
+        Record(3, 0.0, "op/POST s", "POST s step", None, None, 1, 2, "run", None),
+    ]
+    choices = [1, 1, 1]
+    inside = PlanReplayChooser((), choices, trace)
+    assert inside.schedule(_identified("op/GET cm", "op/POST s"), 0.0, False) == 0  # the plan's (canonical) pick
+    assert inside.choose(3, _identified("main")[0]) == 0
+    outside = PlanReplayChooser((), choices, trace)
+    moved = _identified("main", "op/POST s", "op/GET cm")
+    assert not outside.awaits(moved)
+    assert outside.schedule(moved, 0.0, False) == 2  # the recorded GET where it stands, not the plan's first
+    assert outside.choose(3, _identified("main")[0]) == 1  # the recorded value
+    late = _identified("main", "op/GET cm")
+    assert outside.awaits(late)  # the recorded POST has not arrived: the world waits for it
+    assert outside.schedule(_identified("op/GET cm", "op/POST s"), 0.0, False) == 1
 
 
 def test_replay_follows_the_recorded_action_where_arrivals_moved_it() -> None:
