@@ -393,6 +393,13 @@ class Counterexample:
                 f"{why}; {'; '.join(changed)} since the trace was saved. Restore the default, or re-run the hunt "
                 "to get a fresh counterexample."
             )
+        if out.outside_seconds:  # a run with operator processes: their requests come on their own real-time schedule
+            return step, (
+                f"{why}. The run has programs outside the world (operator or test processes), whose requests arrive "
+                "on their own real-time schedule, and this run left the recorded order there; a replay follows the "
+                "recorded actions and waits for a request not arrived, up to 5 s at one step. `replay --runs N` says "
+                "how often it reproduces; on a loaded machine, try again with fewer other processes beside it."
+            )
         if self.scenario_sha256 is not None:  # the file was checked at load: it is the very file hunted
             return step, (
                 f"{why}. The scenario file is the one this trace was hunted with (its SHA-256 matches), so the "
